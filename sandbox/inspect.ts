@@ -1,0 +1,236 @@
+// A small, readable value formatter in the spirit of Node's util.inspect. It never runs model
+// getters (accessors print as [Getter]) and never throws: whatever it cannot format prints as a tag.
+import {
+  ArrayBufferIsView,
+  ArrayIsArray,
+  ArrayPrototypeJoin,
+  ArrayPrototypePush,
+  BigIntPrototypeToString,
+  DateCtor,
+  DatePrototypeGetTime,
+  DatePrototypeToISOString,
+  ErrorCtor,
+  FunctionPrototypeToString,
+  JSONStringify,
+  MapCtor,
+  MapPrototypeForEach,
+  MapPrototypeGetSize,
+  ObjectGetOwnPropertyDescriptor,
+  ObjectGetPrototypeOf,
+  ObjectPrototypeToString,
+  PromiseCtor,
+  RegExpCtor,
+  RegExpPrototypeTest,
+  RegExpPrototypeToString,
+  ReflectOwnKeys,
+  SetCtor,
+  SetPrototypeForEach,
+  SetPrototypeGetSize,
+  StringCtor,
+  StringPrototypeIncludes,
+  StringPrototypeSlice,
+  StringPrototypeStartsWith,
+  SymbolPrototypeToString,
+  WeakSetCtor,
+  WeakSetPrototypeAdd,
+  WeakSetPrototypeDelete,
+  WeakSetPrototypeHas,
+} from './primordials.js';
+
+const MAX_DEPTH = 3;
+const MAX_ITEMS = 100;
+const MAX_NESTED_STRING = 2_000;
+const LINE_WIDTH = 80;
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** Formats a value for printing. Strings at the top level print raw, like console.log. */
+export function inspect(value: unknown): string {
+  if (typeof value === 'string') return value;
+  try {
+    return formatValue(value, 0, new WeakSetCtor(), '');
+  } catch (error) {
+    return `[Uninspectable: ${describeFailure(error)}]`;
+  }
+}
+
+/** Short type description used by SHOW_VARS and the variable list. */
+export function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (ArrayIsArray(value)) return `array[${(value as unknown[]).length}]`;
+  if (typeof value === 'string') return `string (${value.length} chars)`;
+  if (typeof value === 'function') return 'function';
+  if (typeof value !== 'object') return typeof value;
+  try {
+    if (value instanceof MapCtor) return `Map(${MapPrototypeGetSize(value)})`;
+    if (value instanceof SetCtor) return `Set(${SetPrototypeGetSize(value)})`;
+    return constructorName(value) ?? 'object';
+  } catch {
+    return 'object';
+  }
+}
+
+function describeFailure(error: unknown): string {
+  try {
+    return error instanceof ErrorCtor ? StringCtor(error.message) : typeof error;
+  } catch {
+    return 'unknown error';
+  }
+}
+
+function constructorName(value: object): string | undefined {
+  const proto = ObjectGetPrototypeOf(value) as object | null;
+  if (proto === null) return '[Object: null prototype]';
+  const descriptor = ObjectGetOwnPropertyDescriptor(proto, 'constructor');
+  const ctor = descriptor && 'value' in descriptor ? descriptor.value : undefined;
+  if (typeof ctor !== 'function') return undefined;
+  const nameDescriptor = ObjectGetOwnPropertyDescriptor(ctor, 'name');
+  const name = nameDescriptor && 'value' in nameDescriptor ? nameDescriptor.value : undefined;
+  return typeof name === 'string' && name !== '' ? name : undefined;
+}
+
+function quote(text: string): string {
+  const shown = text.length > MAX_NESTED_STRING ? StringPrototypeSlice(text, 0, MAX_NESTED_STRING) : text;
+  const quoted = JSONStringify(shown) as string;
+  return text.length > MAX_NESTED_STRING ? `${quoted}... (${text.length - MAX_NESTED_STRING} more chars)` : quoted;
+}
+
+function formatKey(key: string | symbol): string {
+  if (typeof key === 'symbol') return `[${SymbolPrototypeToString(key)}]`;
+  return RegExpPrototypeTest(IDENTIFIER, key) ? key : quote(key);
+}
+
+function formatPrimitive(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return quote(value);
+    case 'number':
+      return value === 0 && 1 / value < 0 ? '-0' : StringCtor(value);
+    case 'bigint':
+      return `${BigIntPrototypeToString(value)}n`;
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'undefined':
+      return 'undefined';
+    case 'symbol':
+      return SymbolPrototypeToString(value);
+    default:
+      return value === null ? 'null' : undefined;
+  }
+}
+
+function formatFunction(fn: Function): string {
+  const nameDescriptor = ObjectGetOwnPropertyDescriptor(fn, 'name');
+  const name = nameDescriptor && 'value' in nameDescriptor ? nameDescriptor.value : '';
+  let source = '';
+  try {
+    source = FunctionPrototypeToString(fn);
+  } catch {
+    // Some callables (revoked proxies) cannot be stringified.
+  }
+  const kind = StringPrototypeStartsWith(source, 'class') ? 'class' : 'Function';
+  return name ? `[${kind}: ${name}]` : `[${kind} (anonymous)]`;
+}
+
+function formatValue(value: unknown, depth: number, seen: WeakSet<object>, indent: string): string {
+  const primitive = formatPrimitive(value);
+  if (primitive !== undefined) return primitive;
+  if (typeof value === 'function') return formatFunction(value);
+  const object = value as object;
+  if (WeakSetPrototypeHas(seen, object)) return '[Circular]';
+
+  if (object instanceof ErrorCtor) return formatError(object);
+  if (object instanceof DateCtor) {
+    const time = DatePrototypeGetTime(object);
+    return time === time ? DatePrototypeToISOString(object) : 'Invalid Date';
+  }
+  if (object instanceof RegExpCtor) return RegExpPrototypeToString(object);
+  if (object instanceof PromiseCtor) return 'Promise { <pending or settled> }';
+
+  const isArray = ArrayIsArray(object);
+  const name = constructorName(object);
+  if (depth > MAX_DEPTH) return isArray ? '[Array]' : `[${name ?? 'Object'}]`;
+
+  WeakSetPrototypeAdd(seen, object);
+  try {
+    const entries: string[] = [];
+    let open = '{';
+    let close = '}';
+    let prefix = name && name !== 'Object' ? `${name} ` : '';
+    const childIndent = `${indent}  `;
+    const child = (item: unknown) => formatValue(item, depth + 1, seen, childIndent);
+
+    if (isArray) {
+      const array = object as unknown[];
+      open = '[';
+      close = ']';
+      prefix = name && name !== 'Array' ? `${name}(${array.length}) ` : '';
+      const shown = array.length < MAX_ITEMS ? array.length : MAX_ITEMS;
+      for (let index = 0; index < shown; index++) {
+        const descriptor = ObjectGetOwnPropertyDescriptor(array, index);
+        ArrayPrototypePush(entries, descriptor ? formatProperty(descriptor, child) : '<empty>');
+      }
+      if (array.length > shown) ArrayPrototypePush(entries, `... ${array.length - shown} more items`);
+    } else if (object instanceof MapCtor) {
+      prefix = `Map(${MapPrototypeGetSize(object)}) `;
+      MapPrototypeForEach(object, (item, key) => {
+        if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, `${child(key)} => ${child(item)}`);
+      });
+    } else if (object instanceof SetCtor) {
+      prefix = `Set(${SetPrototypeGetSize(object)}) `;
+      SetPrototypeForEach(object, (item) => {
+        if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, child(item));
+      });
+    } else if (ArrayBufferIsView(object)) {
+      return `${name ?? 'TypedArray'}(${(object as unknown as ArrayLike<unknown>).length}) [...]`;
+    } else {
+      const tag = ObjectPrototypeToString(object);
+      if (tag !== '[object Object]' && !name) prefix = `${tag} `;
+    }
+
+    if (!isArray) {
+      const keys = ReflectOwnKeys(object);
+      let count = 0;
+      for (const key of keys) {
+        const descriptor = ObjectGetOwnPropertyDescriptor(object, key);
+        if (!descriptor || !descriptor.enumerable) continue;
+        if (++count > MAX_ITEMS) {
+          ArrayPrototypePush(entries, `... ${keys.length - MAX_ITEMS} more properties`);
+          break;
+        }
+        ArrayPrototypePush(entries, `${formatKey(key)}: ${formatProperty(descriptor, child)}`);
+      }
+    }
+
+    if (entries.length === 0) return `${prefix}${open}${close}`;
+    const singleLine = `${prefix}${open} ${ArrayPrototypeJoin(entries, ', ')} ${close}`;
+    if (singleLine.length + indent.length <= LINE_WIDTH && !StringPrototypeIncludes(singleLine, '\n')) return singleLine;
+    return `${prefix}${open}\n${childIndent}${ArrayPrototypeJoin(entries, `,\n${childIndent}`)}\n${indent}${close}`;
+  } finally {
+    WeakSetPrototypeDelete(seen, object);
+  }
+}
+
+function formatProperty(descriptor: PropertyDescriptor, child: (item: unknown) => string): string {
+  if ('value' in descriptor) return child(descriptor.value);
+  if (descriptor.get && descriptor.set) return '[Getter/Setter]';
+  return descriptor.get ? '[Getter]' : '[Setter]';
+}
+
+function formatError(error: Error): string {
+  const stack = readOwnString(error, 'stack');
+  if (stack) return stack;
+  const name = readOwnString(error, 'name') ?? 'Error';
+  const message = readOwnString(error, 'message') ?? '';
+  return message ? `${name}: ${message}` : name;
+}
+
+/** Reads a data property (own or inherited) without running getters. */
+export function readOwnString(object: object, key: string): string | undefined {
+  let current: object | null = object;
+  for (let hops = 0; current !== null && hops < 8; hops++) {
+    const descriptor = ObjectGetOwnPropertyDescriptor(current, key);
+    if (descriptor) return 'value' in descriptor && typeof descriptor.value === 'string' ? descriptor.value : undefined;
+    current = ObjectGetPrototypeOf(current) as object | null;
+  }
+  return undefined;
+}

@@ -1,0 +1,50 @@
+// Builds dist/: the library and CLI bundles, and the sandbox worker with the in-isolate prelude
+// (sandbox/prelude.ts) compiled to a string constant inside it.
+import { build } from 'esbuild';
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+rmSync(dist, { recursive: true, force: true });
+
+const prelude = await build({
+  entryPoints: [join(root, 'sandbox/prelude.ts')],
+  bundle: true,
+  write: false,
+  format: 'iife',
+  globalName: 'rlmPrelude',
+  platform: 'neutral',
+  target: 'es2022',
+  legalComments: 'none',
+});
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  packages: 'external',
+  sourcemap: true,
+  logLevel: 'warning',
+};
+
+await build({
+  ...common,
+  entryPoints: { 'sandbox-worker': join(root, 'src/sandbox/worker.ts') },
+  outdir: dist,
+  define: { __RLM_PRELUDE_SOURCE__: JSON.stringify(prelude.outputFiles[0].text) },
+});
+
+await build({
+  ...common,
+  entryPoints: {
+    index: join(root, 'src/index.ts'),
+    testing: join(root, 'src/testing.ts'),
+    cli: join(root, 'src/cli/main.ts'),
+  },
+  outdir: dist,
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
+});

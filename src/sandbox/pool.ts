@@ -1,0 +1,34 @@
+import { WorkerProcess } from './worker-process.js';
+
+/**
+ * Keeps started worker processes in reserve. Starting Node and loading isolated-vm takes a few
+ * hundred milliseconds; taking a warm worker takes none, so every sandbox after the first (child
+ * RLMs, resets after a crash) starts quickly. Spare workers never keep the host process alive.
+ */
+export class WorkerPool {
+  private readonly spares: WorkerProcess[] = [];
+
+  constructor(private readonly spareCount: number) {}
+
+  /** A worker that is ready or starting; a replacement starts in the background. */
+  take(): WorkerProcess {
+    let worker: WorkerProcess | undefined;
+    while ((worker = this.spares.shift()) && !worker.alive) {
+      // a spare that died while waiting (killed from outside): skip it
+    }
+    this.refill();
+    return worker ?? new WorkerProcess();
+  }
+
+  /** Starts spare workers now, e.g. while a caller is still reading its input. */
+  refill(): void {
+    while (this.spares.length < this.spareCount) this.spares.push(new WorkerProcess());
+  }
+
+  /** Stops the spares (tests and benchmarks use this to measure cold starts). */
+  drain(): void {
+    for (const worker of this.spares.splice(0)) worker.kill();
+  }
+}
+
+export const workerPool = new WorkerPool(1);

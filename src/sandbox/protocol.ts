@@ -1,0 +1,82 @@
+import { z } from 'zod';
+
+// ---- host <-> worker process ------------------------------------------------------------------
+
+export type WorkerCommand =
+  | { type: 'init'; id: number; memoryLimitMb: number }
+  | { type: 'setGlobal'; id: number; name: string; format: 'text' | 'json'; encoding: 'latin1' | 'utf8' }
+  | {
+      type: 'execute';
+      id: number;
+      code: string;
+      hasResult: boolean;
+      /** Line of the rewritten block's wrapper call: a frame there is plumbing, not model code. */
+      wrapperLine: number;
+      /** How the rewrite moved columns (see RewrittenBlock.columnShifts); stack frames map back. */
+      columnShifts: [number, number, number][];
+      timeoutMs: number;
+      outputLimit: number;
+    }
+  | { type: 'hostReply'; id: number; reply: string };
+
+export type WorkerEvent =
+  | { type: 'ready' }
+  | { type: 'done'; id: number }
+  | { type: 'failed'; id: number; message: string; disposed: boolean }
+  | {
+      type: 'executed';
+      id?: number;
+      outcome: 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled-rejection';
+      failure?: string | undefined;
+      result?: string;
+    }
+  | { type: 'hostCall'; id: number; request: string };
+
+// ---- what the prelude reports about a block (untrusted: produced inside the isolate) -----------
+
+export const blockReportSchema = z.object({
+  stdout: z.string(),
+  droppedChars: z.number().int().nonnegative(),
+  error: z.object({ name: z.string(), message: z.string(), stack: z.string() }).optional(),
+  final: z.string().optional(),
+  variables: z.array(z.object({ name: z.string(), type: z.string() })),
+});
+export type BlockReport = z.infer<typeof blockReportSchema>;
+
+// ---- calls from model code to the host (untrusted) ---------------------------------------------
+
+const chatMessageSchema = z
+  .object({
+    role: z.enum(['system', 'user', 'assistant', 'tool', 'developer']),
+    content: z.union([z.string(), z.null(), z.array(z.unknown())]).optional(),
+  })
+  .passthrough();
+
+export const promptSchema = z.union([
+  z.string(),
+  z.array(chatMessageSchema).min(1, 'a message list needs at least one message'),
+]);
+
+const queryOptionsShape = {
+  model: z.string().min(1).optional(),
+  response_format: z.record(z.string(), z.unknown()).optional(),
+};
+
+export const hostCallSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('llm_query'), prompt: promptSchema, ...queryOptionsShape }),
+  z.object({ kind: z.literal('llm_query_batched'), prompts: z.array(promptSchema), ...queryOptionsShape }),
+  z.object({ kind: z.literal('rlm_query'), prompt: promptSchema, ...queryOptionsShape }),
+  z.object({ kind: z.literal('rlm_query_batched'), prompts: z.array(promptSchema), ...queryOptionsShape }),
+  z.object({
+    kind: z.literal('tool_call'),
+    name: z.string().min(1),
+    arguments: z.record(z.string(), z.unknown()),
+  }),
+]);
+
+/** A validated call from sandbox code: `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` or `tool_call`. */
+export type HostCall = z.infer<typeof hostCallSchema>;
+export type HostCallKind = HostCall['kind'];
+
+/** Reply envelope sent back into the isolate. */
+export type HostReply = { ok: true; value: unknown } | { ok: false; error: { name: string; message: string } };

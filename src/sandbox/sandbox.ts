@@ -1,0 +1,351 @@
+import { z } from 'zod';
+import { DEFAULTS } from '../defaults.js';
+import { SandboxError } from '../errors.js';
+import { parseOptions } from '../options.js';
+import { workerPool } from './pool.js';
+import { blockReportSchema, hostCallSchema, type HostCall, type HostReply } from './protocol.js';
+import { BlockSyntaxError, rewriteBlock } from './rewrite.js';
+import { WorkerExitError, type WorkerProcess } from './worker-process.js';
+
+/** Answers a call from model code. The returned value must be JSON-serializable. */
+export type HostCallHandler = (call: HostCall, context: { signal: AbortSignal }) => unknown;
+
+export interface SandboxOptions {
+  /** Heap limit of the isolate in MB; the context counts against it. @default 1024 */
+  memoryLimitMb?: number;
+  /** Execution time one block may use, not counting time spent waiting for host calls. @default 60000 */
+  blockTimeoutMs?: number;
+  /** Characters one block may print before the rest is cut with a marker. @default 20000 */
+  outputLimitChars?: number;
+  /** Serves `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` and `tool_handler`. */
+  onHostCall?: HostCallHandler;
+}
+
+export interface BlockError {
+  name: string;
+  message: string;
+  /** Name, message and the frames in model code (`at f (block:3:7)`); never host frames or paths. */
+  stack: string;
+}
+
+export interface Variable {
+  name: string;
+  type: string;
+}
+
+export interface ExecuteResult {
+  /** Everything printed, in order, cut at the output limit with a marker saying how much was dropped. */
+  stdout: string;
+  error?: BlockError;
+  /** Set when the block called FINAL or FINAL_VAR: the serialized answer. */
+  final?: string;
+  durationMs: number;
+  /** The model's variables after the block, with short type descriptions. */
+  variables: Variable[];
+  /** The block crashed the sandbox: it was replaced by a fresh one and every variable was lost. */
+  reset: boolean;
+}
+
+const optionsSchema = z.object({
+  memoryLimitMb: z.number().int().min(16).max(65_536).default(DEFAULTS.sandbox.memoryLimitMb),
+  blockTimeoutMs: z.number().int().min(1).default(DEFAULTS.sandbox.blockTimeoutMs),
+  outputLimitChars: z.number().int().min(100).default(DEFAULTS.sandbox.outputLimitChars),
+  onHostCall: z.custom<HostCallHandler>((value) => typeof value === 'function', 'expected a function').optional(),
+});
+
+const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+type ResetReason = 'memory' | 'crashed' | 'unresponsive';
+
+/**
+ * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate inside its own
+ * worker process. Blocks share variables like notebook cells; `llm_query` and friends look
+ * synchronous to the model and reach the host through `onHostCall`.
+ *
+ * @example
+ * const sandbox = await Sandbox.create({ onHostCall: async (call) => `echo: ${JSON.stringify(call)}` });
+ * await sandbox.setContext('a very long document ...');
+ * const result = await sandbox.execute('const n = context.length; print(n)');
+ * await sandbox.dispose();
+ */
+export class Sandbox {
+  private worker: WorkerProcess | undefined;
+  private readonly globals = new Map<string, unknown>();
+  private lastVariables: Variable[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+  private disposed = false;
+
+  private constructor(private readonly options: z.output<typeof optionsSchema>) {}
+
+  static async create(options: SandboxOptions = {}): Promise<Sandbox> {
+    const sandbox = new Sandbox(parseOptions(optionsSchema, options, 'Sandbox options'));
+    await sandbox.exclusive(() => sandbox.liveWorker());
+    return sandbox;
+  }
+
+  /**
+   * Makes `value` available to model code as a global (`context` by default). Strings stay strings;
+   * arrays and objects arrive as parsed JSON. The value survives sandbox resets.
+   */
+  setContext(value: unknown, name = 'context'): Promise<void> {
+    if (!GLOBAL_NAME.test(name)) throw new TypeError(`Invalid context name ${JSON.stringify(name)}: use a JavaScript identifier such as context_1`);
+    if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
+      throw new TypeError(`A context must be a string or JSON-serializable value, got ${typeof value}`);
+    }
+    return this.exclusive(async () => {
+      this.globals.set(name, value);
+      await this.loadGlobal(await this.liveWorker(), name, value);
+    });
+  }
+
+  /** Runs one block of model code. Never throws for errors in the code: they are in the result. */
+  execute(code: string, options: { signal?: AbortSignal } = {}): Promise<ExecuteResult> {
+    return this.exclusive(() => this.executeNow(code, options.signal));
+  }
+
+  /** Stops the worker process. The sandbox cannot be used afterwards. */
+  async dispose(): Promise<void> {
+    this.disposed = true;
+    this.discardWorker();
+  }
+
+  // ---- internals ---------------------------------------------------------------------------------
+
+  private exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(() => {
+      if (this.disposed) throw new SandboxError('sandbox_disposed', 'This sandbox was disposed; create a new one.');
+      return task();
+    });
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async liveWorker(): Promise<WorkerProcess> {
+    if (this.worker?.alive) return this.worker;
+    const worker = workerPool.take();
+    this.worker = worker;
+    try {
+      await worker.whenReady();
+      expectDone(await worker.request({ type: 'init', memoryLimitMb: this.options.memoryLimitMb }));
+      for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value);
+    } catch (error) {
+      this.discardWorker();
+      throw new SandboxError('sandbox_start_failed', `The sandbox could not start: ${(error as Error).message}`, { cause: error });
+    }
+    return worker;
+  }
+
+  private async loadGlobal(worker: WorkerProcess, name: string, value: unknown) {
+    const isText = typeof value === 'string';
+    const text = isText ? value : JSON.stringify(value);
+    // Pure ASCII travels as one byte per character and decodes fastest as latin1.
+    const encoding = Buffer.byteLength(text, 'utf8') === text.length ? 'latin1' : 'utf8';
+    const body = Buffer.from(text, encoding);
+    expectDone(await worker.request({ type: 'setGlobal', name, format: isText ? 'text' : 'json', encoding }, body));
+  }
+
+  private discardWorker() {
+    this.worker?.kill();
+    this.worker = undefined;
+  }
+
+  private async executeNow(code: string, signal: AbortSignal | undefined): Promise<ExecuteResult> {
+    signal?.throwIfAborted();
+    const started = performance.now();
+    const elapsed = () => performance.now() - started;
+
+    let rewritten;
+    try {
+      rewritten = rewriteBlock(code);
+    } catch (error) {
+      if (!(error instanceof BlockSyntaxError)) throw error;
+      const error_ = { name: 'SyntaxError', message: error.message, stack: `SyntaxError: ${error.message}\n${error.frame}` };
+      return { stdout: '', error: error_, durationMs: elapsed(), variables: this.lastVariables, reset: false };
+    }
+
+    const worker = await this.liveWorker();
+    const block = new AbortController(); // ends host calls still running when the block is over
+    let hostWaitMs = 0;
+    let hostCallStarted: number | undefined;
+    worker.onHostCall = (id, request) => {
+      hostCallStarted = performance.now();
+      void this.serveHostCall(request, block.signal).then((reply) => {
+        hostWaitMs += performance.now() - hostCallStarted!;
+        hostCallStarted = undefined;
+        worker.replyToHostCall(id, reply);
+      });
+    };
+
+    // The isolate enforces the block timeout itself. The watchdog is for a worker that cannot:
+    // one wedged in V8's fatal out-of-memory path, which only killing the process ends.
+    let resetReason: ResetReason | undefined;
+    const limitMs = this.options.blockTimeoutMs + DEFAULTS.sandbox.watchdogGraceMs;
+    const watchdog = setInterval(() => {
+      const waiting = hostWaitMs + (hostCallStarted === undefined ? 0 : performance.now() - hostCallStarted);
+      if (elapsed() - waiting > limitMs) {
+        resetReason = 'unresponsive';
+        worker.kill();
+      }
+    }, Math.min(250, limitMs));
+
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal!.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    aborted.catch(() => {});
+
+    try {
+      const reply = await Promise.race([
+        worker.request({
+          type: 'execute',
+          code: rewritten.code,
+          hasResult: rewritten.hasResult,
+          wrapperLine: rewritten.wrapperLine,
+          columnShifts: rewritten.columnShifts,
+          timeoutMs: this.options.blockTimeoutMs,
+          outputLimit: this.options.outputLimitChars,
+        }),
+        aborted,
+      ]);
+      if (reply.type === 'failed') {
+        if (reply.disposed) return this.resetResult('memory', elapsed());
+        throw new SandboxError('sandbox_protocol_error', `The sandbox failed to run the block: ${reply.message}`);
+      }
+      if (reply.type !== 'executed') throw new SandboxError('sandbox_protocol_error', `Unexpected reply ${reply.type} to execute`);
+      if (reply.outcome === 'memory') return this.resetResult('memory', elapsed());
+      const parsed = blockReportSchema.safeParse(safeJsonParse(reply.result));
+      if (!parsed.success) {
+        this.discardWorker();
+        throw new SandboxError('sandbox_protocol_error', 'The sandbox returned a malformed block report; it was reset.');
+      }
+      const report = parsed.data;
+      let error: BlockError | undefined = report.error;
+      if (reply.outcome === 'timeout') error = this.timeoutError();
+      else if (reply.outcome === 'compile-error') error = splitFailure(reply.failure ?? 'SyntaxError: the block does not compile');
+      else if (reply.outcome === 'unhandled-rejection' && !error) {
+        error = splitFailure(`${reply.failure ?? 'Error'} (a promise was rejected and nothing handled it)`);
+      }
+      this.lastVariables = report.variables;
+      return {
+        stdout: report.droppedChars > 0 ? `${report.stdout}${truncationMarker(report.droppedChars)}` : report.stdout,
+        ...(error && { error }),
+        ...(report.final !== undefined && { final: report.final }),
+        durationMs: elapsed(),
+        variables: report.variables,
+        reset: false,
+      };
+    } catch (error) {
+      if (signal?.aborted && error === signal.reason) {
+        this.discardWorker();
+        throw error;
+      }
+      if (error instanceof WorkerExitError) return this.resetResult(resetReason ?? 'crashed', elapsed());
+      throw error;
+    } finally {
+      clearInterval(watchdog);
+      block.abort(new Error('the block has ended'));
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+      worker.onHostCall = undefined;
+    }
+  }
+
+  private async serveHostCall(request: string, signal: AbortSignal): Promise<string> {
+    const parsed = hostCallSchema.safeParse(safeJsonParse(request));
+    if (!parsed.success) {
+      const kind = readKind(request);
+      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`);
+      return replyJson({ ok: false, error: { name: 'TypeError', message: `${kind}: invalid arguments (${problems.join('; ')})` } });
+    }
+    const call = parsed.data;
+    const handler = this.options.onHostCall;
+    if (!handler) {
+      return replyJson({ ok: false, error: { name: 'Error', message: `${callName(call)} is not available in this sandbox` } });
+    }
+    try {
+      return replyJson({ ok: true, value: await handler(call, { signal }) });
+    } catch (error) {
+      const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
+      return replyJson({ ok: false, error: { name, message } });
+    }
+  }
+
+  private resetResult(reason: ResetReason, durationMs: number): ExecuteResult {
+    this.discardWorker();
+    this.lastVariables = [];
+    const lost = 'The sandbox was reset: every variable was lost (context is still loaded). Rebuild the state you need in smaller steps.';
+    const errors: Record<ResetReason, BlockError> = {
+      memory: {
+        name: 'MemoryLimitError',
+        message: `The block used more than the sandbox memory limit (${this.options.memoryLimitMb} MB). ${lost}`,
+        stack: '',
+      },
+      crashed: {
+        name: 'SandboxCrashedError',
+        message: `The sandbox process stopped while running the block (usually memory exhaustion). ${lost}`,
+        stack: '',
+      },
+      unresponsive: {
+        name: 'TimeoutError',
+        message: `The block ran past the ${formatSeconds(this.options.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`,
+        stack: '',
+      },
+    };
+    const error = errors[reason];
+    error.stack = `${error.name}: ${error.message}`;
+    return { stdout: '', error, durationMs, variables: [], reset: true };
+  }
+
+  private timeoutError(): BlockError {
+    const message =
+      `The block ran for more than ${formatSeconds(this.options.blockTimeoutMs)} of execution time and was stopped ` +
+      '(time spent waiting for llm_query and tools does not count). Variables set before the stop are kept. ' +
+      'Split the work into smaller blocks.';
+    return { name: 'TimeoutError', message, stack: `TimeoutError: ${message}` };
+  }
+}
+
+function expectDone(reply: { type: string; message?: string }) {
+  if (reply.type !== 'done') throw new Error(reply.message ?? `unexpected reply ${reply.type}`);
+}
+
+function safeJsonParse(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function readKind(request: string): string {
+  const value = safeJsonParse(request) as { kind?: unknown } | undefined;
+  return typeof value?.kind === 'string' ? value.kind : 'host call';
+}
+
+function callName(call: HostCall): string {
+  return call.kind === 'tool_call' ? 'tool_handler' : call.kind;
+}
+
+function replyJson(reply: HostReply): string {
+  try {
+    return JSON.stringify(reply);
+  } catch (error) {
+    return JSON.stringify({ ok: false, error: { name: 'TypeError', message: `the host's answer cannot be sent to the sandbox: ${(error as Error).message}` } });
+  }
+}
+
+function splitFailure(failure: string): BlockError {
+  const match = /^([A-Za-z]*Error): ([\s\S]*)$/.exec(failure);
+  const name = match?.[1] ?? 'Error';
+  const message = match?.[2] ?? failure;
+  return { name, message, stack: `${name}: ${message}` };
+}
+
+function truncationMarker(droppedChars: number): string {
+  return `\n... [output truncated: ${droppedChars.toLocaleString('en-US')} more characters not shown. Print less: slices, counts or summaries.]`;
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}

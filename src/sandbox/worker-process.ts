@@ -1,0 +1,156 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { Readable, Writable } from 'node:stream';
+import { SandboxError } from '../errors.js';
+import { sandboxWorkerPath } from '../paths.js';
+import { encodeFrame, FrameDecoder } from './framing.js';
+import type { WorkerCommand, WorkerEvent } from './protocol.js';
+
+type Reply = Exclude<WorkerEvent, { type: 'ready' } | { type: 'hostCall' }>;
+type CommandWithoutId = WorkerCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
+
+const STDERR_TAIL_CHARS = 4_000;
+
+/** Why a worker process went away while the host still needed it. */
+export class WorkerExitError extends Error {
+  constructor(
+    readonly exitCode: number | null,
+    readonly signal: NodeJS.Signals | null,
+    readonly stderrTail: string,
+  ) {
+    super(`sandbox worker exited (code ${exitCode}, signal ${signal})${stderrTail ? `: ${stderrTail.trim().slice(-500)}` : ''}`);
+  }
+}
+
+/**
+ * The host's handle on one worker child process: spawns it, frames commands, matches replies and
+ * forwards host calls. A worker that is idle does not keep the host's event loop alive.
+ */
+export class WorkerProcess {
+  private readonly ready: Promise<void>;
+  /** Called for every host call model code makes; answer with `replyToHostCall`. */
+  onHostCall: ((id: number, request: string) => void) | undefined;
+
+  private readonly child: ChildProcess;
+  private readonly input: Writable;
+  private readonly output: Readable;
+  private readonly decoder = new FrameDecoder();
+  private readonly pending = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
+  private nextId = 1;
+  private stderrTail = '';
+  private exitError: WorkerExitError | undefined;
+  private readonly exitListeners = new Set<(error: WorkerExitError) => void>();
+  private holds = 0;
+
+  constructor() {
+    const script = sandboxWorkerPath();
+    if (!existsSync(script)) {
+      throw new SandboxError('sandbox_start_failed', `the sandbox worker is not built (${script} is missing): run "npm run build"`);
+    }
+    this.child = spawn(process.execPath, ['--no-node-snapshot', script], {
+      // The worker needs nothing from the host's environment, and API keys must not be in it.
+      env: {},
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+    });
+    this.output = this.child.stdio[3] as Readable;
+    this.input = this.child.stdio[4] as Writable;
+    this.child.stderr!.setEncoding('utf8');
+    this.child.stderr!.on('data', (text: string) => {
+      this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_CHARS);
+    });
+    this.input.on('error', () => {}); // a dead worker is reported through 'exit'
+
+    let markReady!: () => void;
+    let failReady!: (error: Error) => void;
+    this.ready = new Promise<void>((resolve, reject) => {
+      markReady = resolve;
+      failReady = reject;
+    });
+    this.ready.catch(() => {}); // observed by whoever awaits it; never an unhandled rejection
+
+    this.output.on('data', (chunk: Buffer) => {
+      this.decoder.push(chunk);
+      for (let frame = this.decoder.next(); frame; frame = this.decoder.next()) {
+        const event = frame.header as unknown as WorkerEvent;
+        if (event.type === 'ready') markReady();
+        else if (event.type === 'hostCall') this.onHostCall?.(event.id, event.request);
+        else this.settle(event);
+      }
+    });
+    this.child.on('exit', (code, signal) => {
+      this.exitError = new WorkerExitError(code, signal, this.stderrTail);
+      failReady(this.exitError);
+      for (const { reject } of this.pending.values()) reject(this.exitError);
+      this.pending.clear();
+      for (const listener of this.exitListeners) listener(this.exitError);
+    });
+    this.child.on('error', (error) => failReady(error));
+    this.setKeepsHostAlive(false);
+  }
+
+  /** Resolves when the worker has loaded isolated-vm and can take commands. */
+  async whenReady(): Promise<void> {
+    this.hold();
+    try {
+      await this.ready;
+    } finally {
+      this.release();
+    }
+  }
+
+  get alive(): boolean {
+    return this.exitError === undefined && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Sends a command and resolves with its reply; rejects with WorkerExitError if the worker dies. */
+  request(command: CommandWithoutId, body?: Buffer): Promise<Reply> {
+    if (this.exitError) return Promise.reject(this.exitError);
+    const id = this.nextId++;
+    const promise = new Promise<Reply>((resolve, reject) => this.pending.set(id, { resolve, reject }));
+    this.hold();
+    this.write({ ...command, id } as WorkerCommand, body);
+    return promise.finally(() => this.release());
+  }
+
+  replyToHostCall(id: number, reply: string): void {
+    if (this.alive) this.write({ type: 'hostReply', id, reply });
+  }
+
+  onExit(listener: (error: WorkerExitError) => void): () => void {
+    this.exitListeners.add(listener);
+    return () => this.exitListeners.delete(listener);
+  }
+
+  kill(): void {
+    if (this.alive) this.child.kill('SIGKILL');
+  }
+
+  private write(command: WorkerCommand, body?: Buffer) {
+    for (const part of encodeFrame(command, body)) this.input.write(part);
+  }
+
+  private settle(reply: Reply) {
+    const id = 'id' in reply ? reply.id : undefined;
+    const waiter = id === undefined ? undefined : this.pending.get(id);
+    if (!waiter || id === undefined) return;
+    this.pending.delete(id);
+    waiter.resolve(reply);
+  }
+
+  // A warm or idle worker must not stop the host process from exiting; a busy one must keep it up.
+  private hold() {
+    if (this.holds++ === 0) this.setKeepsHostAlive(true);
+  }
+
+  private release() {
+    if (--this.holds === 0) this.setKeepsHostAlive(false);
+  }
+
+  private setKeepsHostAlive(keep: boolean) {
+    const handles = [this.child, this.output, this.input, this.child.stderr] as unknown as { ref(): void; unref(): void }[];
+    for (const handle of handles) {
+      if (keep) handle.ref?.();
+      else handle.unref?.();
+    }
+  }
+}

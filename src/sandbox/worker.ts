@@ -1,0 +1,195 @@
+// The sandbox worker: a child process that owns one isolated-vm isolate. It is a separate process
+// because some allocation bombs drive V8 into its fatal-error path, where the only way out is to
+// kill the process; the host survives and starts a fresh worker.
+//
+// Blocks run with `runSync` on this process's main thread, so a host call from model code is a plain
+// synchronous function call here (about 3 us) that writes a frame to the host and waits for the
+// reply on the same thread. Waking a sleeping process costs over 100 us on small VMs, so the wait
+// spins briefly before it starts to sleep: quick host answers (tools, caches) return fast and slow
+// ones (model calls) cost almost no CPU.
+import fs from 'node:fs';
+import net from 'node:net';
+import ivm from 'isolated-vm';
+import { encodeFrame, FrameDecoder, type Frame } from './framing.js';
+import type { WorkerCommand, WorkerEvent } from './protocol.js';
+
+declare const __RLM_PRELUDE_SOURCE__: string;
+
+const TO_HOST_FD = 3;
+const FROM_HOST_FD = 4;
+const SPIN_MS = 2;
+const MAX_SLEEP_MS = 5;
+const BLOCK_FILENAME = 'block';
+
+const decoder = new FrameDecoder();
+const deferred: Frame[] = [];
+const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+const readBuffer = Buffer.allocUnsafe(1 << 16);
+
+let isolate: ivm.Isolate | undefined;
+let context: ivm.Context | undefined;
+let controller: Record<'setGlobal' | 'beginBlock' | 'collect', ivm.Reference<Function>> | undefined;
+let nextHostCallId = 1;
+
+function send(event: WorkerEvent, body?: Buffer) {
+  for (const part of encodeFrame(event, body)) writeFully(part);
+}
+
+function writeFully(bytes: Buffer) {
+  let offset = 0;
+  while (offset < bytes.length) {
+    try {
+      offset += fs.writeSync(TO_HOST_FD, bytes, offset, bytes.length - offset);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      Atomics.wait(sleepCell, 0, 0, 0.1);
+    }
+  }
+}
+
+/** Reads whatever is available; false when nothing was (the descriptor is non-blocking). */
+function readAvailable(): boolean {
+  try {
+    const count = fs.readSync(FROM_HOST_FD, readBuffer, 0, readBuffer.length, null);
+    if (count === 0) process.exit(0); // the host is gone
+    decoder.push(readBuffer.subarray(0, count));
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return false;
+    throw error;
+  }
+}
+
+function waitForHostReply(id: number): string {
+  const started = performance.now();
+  let sleepMs = 0.05;
+  for (;;) {
+    for (let frame = decoder.next(); frame; frame = decoder.next()) {
+      if (frame.header.type === 'hostReply' && frame.header.id === id) return frame.header.reply as string;
+      deferred.push(frame);
+    }
+    if (readAvailable()) continue;
+    if (performance.now() - started < SPIN_MS) continue;
+    Atomics.wait(sleepCell, 0, 0, sleepMs);
+    sleepMs = Math.min(sleepMs * 2, MAX_SLEEP_MS);
+  }
+}
+
+// Called synchronously from model code. It must never throw into the isolate: a host Error would
+// carry host stack frames and paths. Every failure becomes a JSON error reply instead.
+function hostCall(request: string): string {
+  try {
+    const id = nextHostCallId++;
+    send({ type: 'hostCall', id, request });
+    return waitForHostReply(id);
+  } catch (error) {
+    return JSON.stringify({ ok: false, error: { name: 'HostError', message: `the host call failed: ${describe(error)}` } });
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function init(memoryLimitMb: number) {
+  isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb });
+  context = isolate.createContextSync();
+  const script = isolate.compileScriptSync(
+    `(function () { "use strict"; ${__RLM_PRELUDE_SOURCE__}; return rlmPrelude.install; })()`,
+    { filename: 'rlm-prelude' },
+  );
+  const install = script.runSync(context, { reference: true }) as ivm.Reference<Function>;
+  const controllerRef = install.applySync(undefined, [new ivm.Reference(hostCall)], {
+    result: { reference: true },
+  }) as unknown as ivm.Reference<Record<string, Function>>;
+  const method = (name: string) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<Function>;
+  controller = {
+    setGlobal: method('setGlobal'),
+    beginBlock: method('beginBlock'),
+    collect: method('collect'),
+  };
+}
+
+function setGlobal(name: string, format: 'text' | 'json', encoding: 'latin1' | 'utf8', body: Buffer | undefined) {
+  const text = body ? body.toString(encoding) : '';
+  // An ExternalCopy of a string becomes an external string inside the isolate: no second copy.
+  const copy = new ivm.ExternalCopy(text).copyInto({ release: true });
+  controller!.setGlobal.applySync(undefined, [name, copy, format]);
+}
+
+type Outcome = 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled-rejection';
+
+function execute(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
+  const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts } = command;
+  controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)]);
+  let outcome: Outcome = 'completed';
+  let failure: string | undefined;
+  let script: ivm.Script | undefined;
+  try {
+    script = isolate!.compileScriptSync(code, { filename: BLOCK_FILENAME });
+  } catch (error) {
+    outcome = 'compile-error';
+    failure = errorText(error);
+  }
+  if (script) {
+    try {
+      script.runSync(context!, { timeout: timeoutMs });
+    } catch (error) {
+      failure = errorText(error);
+      // The block's own errors settle its promise; what escapes runSync is a timeout, the memory
+      // limit, or a promise rejected elsewhere that nothing handled.
+      if (isolate!.isDisposed) outcome = 'memory';
+      else if (/timed out/i.test(failure)) outcome = 'timeout';
+      else outcome = 'unhandled-rejection';
+    }
+  }
+  if (outcome === 'memory') return { type: 'executed', outcome, failure };
+  const result = controller!.collect.applySync(undefined, [hasResult && outcome === 'completed'], {
+    timeout: Math.max(timeoutMs, 1_000),
+  }) as string;
+  return { type: 'executed', outcome, failure, result };
+}
+
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return text.replace(/\s*\[<isolated-vm>[^\]]*\]/g, '');
+}
+
+function handle(frame: Frame) {
+  const command = frame.header as unknown as WorkerCommand;
+  try {
+    switch (command.type) {
+      case 'init':
+        init(command.memoryLimitMb);
+        send({ type: 'done', id: command.id });
+        break;
+      case 'setGlobal':
+        setGlobal(command.name, command.format, command.encoding, frame.body);
+        send({ type: 'done', id: command.id });
+        break;
+      case 'execute':
+        send({ ...execute(command), id: command.id });
+        break;
+      case 'hostReply':
+        break; // a reply that arrived after its block ended
+    }
+  } catch (error) {
+    const disposed = isolate?.isDisposed ?? false;
+    send({ type: 'failed', id: command.id, message: describe(error), disposed });
+  }
+}
+
+function drain() {
+  for (let frame = deferred.shift() ?? decoder.next(); frame; frame = deferred.shift() ?? decoder.next()) handle(frame);
+}
+
+// Wrapping the descriptor in a socket makes it non-blocking (so the reply wait can poll it) and lets
+// the event loop wake this process when a command arrives while it is idle.
+const input = new net.Socket({ fd: FROM_HOST_FD, readable: true, writable: false });
+input.on('data', (chunk: Buffer) => {
+  decoder.push(chunk);
+  drain();
+});
+input.on('end', () => process.exit(0));
+input.on('error', () => process.exit(0));
+send({ type: 'ready' });
