@@ -103,6 +103,11 @@ export class Sandbox {
     return this.exclusive(() => this.executeNow(code, options.signal));
   }
 
+  /** Process id of the worker running this sandbox now (for monitoring); undefined between resets. */
+  get processId(): number | undefined {
+    return this.worker?.alive ? this.worker.pid : undefined;
+  }
+
   /** Stops the worker process. The sandbox cannot be used afterwards. */
   async dispose(): Promise<void> {
     this.disposed = true;

@@ -98,6 +98,10 @@ export class WorkerProcess {
     }
   }
 
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   get alive(): boolean {
     return this.exitError === undefined && this.child.exitCode === null && this.child.signalCode === null;
   }

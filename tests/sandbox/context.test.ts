@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { createSandbox, runBlocks } from './helpers.js';
+
+describe('context loading', () => {
+  it('loads a string as a string', async () => {
+    const sandbox = await createSandbox();
+    await sandbox.setContext('line one\nline two');
+    const result = await sandbox.execute('typeof context + " " + context.split("\\n").length');
+    expect(result.stdout).toBe('"string 2"\n');
+  });
+
+  it('keeps non-ASCII text intact', async () => {
+    const sandbox = await createSandbox();
+    const text = 'naïve café — 日本語 🎉';
+    await sandbox.setContext(text);
+    const result = await sandbox.execute('FINAL(context)');
+    expect(result.final).toBe(text);
+  });
+
+  it('loads arrays and JSON objects as values', async () => {
+    const sandbox = await createSandbox();
+    await sandbox.setContext(['a', 'bb', { c: 1 }]);
+    expect((await sandbox.execute('Array.isArray(context) + " " + context[2].c')).stdout).toBe('"true 1"\n');
+    await sandbox.setContext({ docs: [{ title: 't', body: 'b' }], total: 1 });
+    expect((await sandbox.execute('context.docs[0].title + context.total')).stdout).toBe('"t1"\n');
+  });
+
+  it('loads further contexts under their own names', async () => {
+    const sandbox = await createSandbox();
+    await sandbox.setContext('first');
+    await sandbox.setContext('second', 'context_1');
+    expect((await sandbox.execute('context + " " + context_1')).stdout).toBe('"first second"\n');
+    expect(() => sandbox.setContext('x', 'not valid')).toThrow(/JavaScript identifier/);
+  });
+
+  it('rejects values that cannot be a context', async () => {
+    const sandbox = await createSandbox();
+    expect(() => sandbox.setContext(undefined)).toThrow(/must be a string or JSON-serializable/);
+    expect(() => sandbox.setContext(() => 1)).toThrow(/must be a string or JSON-serializable/);
+  });
+
+  it('loads a 100 MB string', async () => {
+    const sandbox = await createSandbox({ memoryLimitMb: 512 });
+    const line = 'The quick brown fox jumps over the lazy dog 0123456789\n';
+    const text = line.repeat(Math.ceil(100_000_000 / line.length));
+    await sandbox.setContext(text);
+    const result = await sandbox.execute('[context.length, context.indexOf("dog"), context.slice(-11)]');
+    expect(result.error).toBeUndefined();
+    expect(result.stdout).toBe(`[ ${text.length}, ${line.indexOf('dog')}, "0123456789\\n" ]\n`);
+  });
+
+  it('keeps model changes to context local to the block that made them', async () => {
+    const sandbox = await createSandbox();
+    await sandbox.setContext('original');
+    const result = await runBlocks(sandbox, 'context = "changed"; print(context)', 'print(context)');
+    expect(result.stdout).toBe('original\n');
+  });
+});
