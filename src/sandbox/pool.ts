@@ -25,6 +25,12 @@ export class WorkerPool {
     while (this.spares.length < this.spareCount) this.spares.push(new WorkerProcess());
   }
 
+  /** Starts spare workers and resolves when they can take work. */
+  async warm(): Promise<void> {
+    this.refill();
+    await Promise.all(this.spares.map((worker) => worker.whenReady()));
+  }
+
   /** Stops the spares (tests and benchmarks use this to measure cold starts). */
   drain(): void {
     for (const worker of this.spares.splice(0)) worker.kill();

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { SandboxError } from '../errors.js';
 import { parseOptions } from '../options.js';
+import { writeContextFile } from './context-transfer.js';
 import { workerPool } from './pool.js';
 import { blockReportSchema, hostCallSchema, type HostCall, type HostReply } from './protocol.js';
 import { BlockSyntaxError, rewriteBlock } from './rewrite.js';
@@ -84,6 +85,14 @@ export class Sandbox {
   }
 
   /**
+   * Starts a spare worker process ahead of time so the next `create()` takes a few milliseconds
+   * instead of the few hundred a cold start costs. Spares never keep the process alive.
+   */
+  static prewarm(): Promise<void> {
+    return workerPool.warm();
+  }
+
+  /**
    * Makes `value` available to model code as a global (`context` by default). Strings stay strings;
    * arrays and objects arrive as parsed JSON. The value survives sandbox resets.
    */
@@ -142,11 +151,13 @@ export class Sandbox {
 
   private async loadGlobal(worker: WorkerProcess, name: string, value: unknown) {
     const isText = typeof value === 'string';
-    const text = isText ? value : JSON.stringify(value);
-    // Pure ASCII travels as one byte per character and decodes fastest as latin1.
-    const encoding = Buffer.byteLength(text, 'utf8') === text.length ? 'latin1' : 'utf8';
-    const body = Buffer.from(text, encoding);
-    expectDone(await worker.request({ type: 'setGlobal', name, format: isText ? 'text' : 'json', encoding }, body));
+    const file = writeContextFile(isText ? value : JSON.stringify(value));
+    try {
+      const format = isText ? 'text' : 'json';
+      expectDone(await worker.request({ type: 'setGlobal', name, format, path: file.path, encoding: file.encoding }));
+    } finally {
+      file.remove();
+    }
   }
 
   private discardWorker() {

@@ -70,8 +70,8 @@ export class WorkerProcess {
 
     this.output.on('data', (chunk: Buffer) => {
       this.decoder.push(chunk);
-      for (let frame = this.decoder.next(); frame; frame = this.decoder.next()) {
-        const event = frame.header as unknown as WorkerEvent;
+      for (let message = this.decoder.next(); message; message = this.decoder.next()) {
+        const event = message as unknown as WorkerEvent;
         if (event.type === 'ready') markReady();
         else if (event.type === 'hostCall') this.onHostCall?.(event.id, event.request);
         else this.settle(event);
@@ -107,12 +107,12 @@ export class WorkerProcess {
   }
 
   /** Sends a command and resolves with its reply; rejects with WorkerExitError if the worker dies. */
-  request(command: CommandWithoutId, body?: Buffer): Promise<Reply> {
+  request(command: CommandWithoutId): Promise<Reply> {
     if (this.exitError) return Promise.reject(this.exitError);
     const id = this.nextId++;
     const promise = new Promise<Reply>((resolve, reject) => this.pending.set(id, { resolve, reject }));
     this.hold();
-    this.write({ ...command, id } as WorkerCommand, body);
+    this.write({ ...command, id } as WorkerCommand);
     return promise.finally(() => this.release());
   }
 
@@ -129,8 +129,8 @@ export class WorkerProcess {
     if (this.alive) this.child.kill('SIGKILL');
   }
 
-  private write(command: WorkerCommand, body?: Buffer) {
-    for (const part of encodeFrame(command, body)) this.input.write(part);
+  private write(command: WorkerCommand) {
+    this.input.write(encodeFrame(command));
   }
 
   private settle(reply: Reply) {
@@ -153,8 +153,8 @@ export class WorkerProcess {
   private setKeepsHostAlive(keep: boolean) {
     const handles = [this.child, this.output, this.input, this.child.stderr] as unknown as { ref(): void; unref(): void }[];
     for (const handle of handles) {
-      if (keep) handle.ref?.();
-      else handle.unref?.();
+      if (keep) handle?.ref?.();
+      else handle?.unref?.();
     }
   }
 }

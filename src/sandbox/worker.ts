@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
-import { encodeFrame, FrameDecoder, type Frame } from './framing.js';
+import { encodeFrame, FrameDecoder } from './framing.js';
 import type { WorkerCommand, WorkerEvent } from './protocol.js';
 
 declare const __RLM_PRELUDE_SOURCE__: string;
@@ -22,7 +22,7 @@ const MAX_SLEEP_MS = 5;
 const BLOCK_FILENAME = 'block';
 
 const decoder = new FrameDecoder();
-const deferred: Frame[] = [];
+const deferred: Record<string, unknown>[] = [];
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
 const readBuffer = Buffer.allocUnsafe(1 << 16);
 
@@ -31,8 +31,8 @@ let context: ivm.Context | undefined;
 let controller: Record<'setGlobal' | 'beginBlock' | 'collect', ivm.Reference<Function>> | undefined;
 let nextHostCallId = 1;
 
-function send(event: WorkerEvent, body?: Buffer) {
-  for (const part of encodeFrame(event, body)) writeFully(part);
+function send(event: WorkerEvent) {
+  writeFully(encodeFrame(event));
 }
 
 function writeFully(bytes: Buffer) {
@@ -64,9 +64,9 @@ function waitForHostReply(id: number): string {
   const started = performance.now();
   let sleepMs = 0.05;
   for (;;) {
-    for (let frame = decoder.next(); frame; frame = decoder.next()) {
-      if (frame.header.type === 'hostReply' && frame.header.id === id) return frame.header.reply as string;
-      deferred.push(frame);
+    for (let message = decoder.next(); message; message = decoder.next()) {
+      if (message.type === 'hostReply' && message.id === id) return message.reply as string;
+      deferred.push(message);
     }
     if (readAvailable()) continue;
     if (performance.now() - started < SPIN_MS) continue;
@@ -110,8 +110,8 @@ function init(memoryLimitMb: number) {
   };
 }
 
-function setGlobal(name: string, format: 'text' | 'json', encoding: 'latin1' | 'utf8', body: Buffer | undefined) {
-  const text = body ? body.toString(encoding) : '';
+function setGlobal(name: string, format: 'text' | 'json', path: string, encoding: 'latin1' | 'utf8') {
+  const text = fs.readFileSync(path, encoding);
   // An ExternalCopy of a string becomes an external string inside the isolate: no second copy.
   const copy = new ivm.ExternalCopy(text).copyInto({ release: true });
   controller!.setGlobal.applySync(undefined, [name, copy, format]);
@@ -155,8 +155,8 @@ function errorText(error: unknown): string {
   return text.replace(/\s*\[<isolated-vm>[^\]]*\]/g, '');
 }
 
-function handle(frame: Frame) {
-  const command = frame.header as unknown as WorkerCommand;
+function handle(message: Record<string, unknown>) {
+  const command = message as unknown as WorkerCommand;
   try {
     switch (command.type) {
       case 'init':
@@ -164,7 +164,7 @@ function handle(frame: Frame) {
         send({ type: 'done', id: command.id });
         break;
       case 'setGlobal':
-        setGlobal(command.name, command.format, command.encoding, frame.body);
+        setGlobal(command.name, command.format, command.path, command.encoding);
         send({ type: 'done', id: command.id });
         break;
       case 'execute':
@@ -180,7 +180,7 @@ function handle(frame: Frame) {
 }
 
 function drain() {
-  for (let frame = deferred.shift() ?? decoder.next(); frame; frame = deferred.shift() ?? decoder.next()) handle(frame);
+  for (let message = deferred.shift() ?? decoder.next(); message; message = deferred.shift() ?? decoder.next()) handle(message);
 }
 
 // Wrapping the descriptor in a socket makes it non-blocking (so the reply wait can poll it) and lets

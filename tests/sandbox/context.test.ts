@@ -56,3 +56,18 @@ describe('context loading', () => {
     expect(result.stdout).toBe('original\n');
   });
 });
+
+describe('context transfer files', () => {
+  it('removes the temporary file once the worker has loaded the context', async () => {
+    const { readdirSync, existsSync } = await import('node:fs');
+    const sandbox = await createSandbox();
+    await sandbox.setContext('x'.repeat(10_000));
+    const folders = ['/dev/shm', (await import('node:os')).tmpdir()].filter(existsSync);
+    const leftovers = folders.flatMap((folder) =>
+      readdirSync(folder)
+        .filter((name) => name.startsWith('rlm-'))
+        .flatMap((name) => readdirSync(`${folder}/${name}`).filter((file) => file.startsWith(`context-${process.pid}-`))),
+    );
+    expect(leftovers).toEqual([]);
+  });
+});
