@@ -1,4 +1,9 @@
-// Runs every benchmark and prints its table: `npm run bench`.
+// Runs every benchmark and prints its table: `npm run bench` (or `npm run bench -- lm` for one).
+import { runLmBench } from './lm.js';
 import { runSandboxBench } from './sandbox.js';
 
-await runSandboxBench();
+const benches: Record<string, () => Promise<void>> = { sandbox: runSandboxBench, lm: runLmBench };
+const chosen = process.argv.slice(2);
+for (const [name, run] of Object.entries(benches)) {
+  if (chosen.length === 0 || chosen.includes(name)) await run();
+}

@@ -2,6 +2,7 @@
 // globals (print, console, FINAL, FINAL_VAR, SHOW_VARS, llm_query, ...) and the controller the
 // worker process uses to run blocks. The single host reference it receives stays in this closure:
 // no global, property or stack frame reachable from model code ever holds it.
+import { toolErrorText, toolOutputText } from '../src/lm/tool-text.js';
 import { describeType, inspect, readOwnString } from './inspect.js';
 import {
   ArrayIsArray,
@@ -18,6 +19,7 @@ import {
   ObjectGetOwnPropertyNames,
   ObjectPrototypeHasOwnProperty,
   PromisePrototypeThen,
+  ReflectApply,
   RegExpPrototypeTest,
   StringPrototypeIncludes,
   StringPrototypeReplace,
@@ -216,14 +218,54 @@ export function install(host: HostReference) {
     throw error;
   }
 
-  function queryOptions(kind: string, options: unknown): Record<string, unknown> {
+  type ToolHandlerFunction = (name: string, args: Record<string, unknown>) => unknown;
+  type ToolSessionReply =
+    | { done: true; value: unknown }
+    | { done: false; session: string; requests: { id: string; name: string; arguments: Record<string, unknown> }[] };
+
+  // The second argument of every query function: a model name, or an options object.
+  function optionsObject(kind: string, options: unknown): Record<string, unknown> {
     if (options === undefined || options === null) return {};
     if (typeof options === 'string') return { model: options };
     if (typeof options !== 'object' || ArrayIsArray(options)) {
       throw new TypeErrorCtor(`${kind}: the second argument must be a model name or an options object.`);
     }
-    const { model, response_format } = options as Record<string, unknown>;
-    return { model, response_format };
+    return options as Record<string, unknown>;
+  }
+
+  function queryOptions(kind: string, options: unknown): { payload: Record<string, unknown>; handler?: ToolHandlerFunction } {
+    const { model, response_format, tools, tool_choice, tool_handler: handler } = optionsObject(kind, options);
+    if (tools !== undefined && tools !== null) {
+      if (typeof handler !== 'function') {
+        throw new TypeErrorCtor(`${kind}: tool_handler is required when tools are provided (a function (name, args) => result).`);
+      }
+      return { payload: { model, response_format, tools, tool_choice }, handler: handler as ToolHandlerFunction };
+    }
+    return { payload: { model, response_format, tool_choice } };
+  }
+
+  // With tools, the host runs the tool-calling loop and hands each round of tool calls back here,
+  // because the handler is sandbox code and only sandbox code can call it.
+  function queryWithTools(kind: string, payload: Record<string, unknown>, handler: ToolHandlerFunction): unknown {
+    let reply = callHost(kind, payload) as ToolSessionReply;
+    while (!reply.done) {
+      const results: { id: string; output: string }[] = [];
+      for (const request of reply.requests) {
+        let output: string;
+        try {
+          const value = ReflectApply(handler, undefined, [request.name, request.arguments]);
+          if (value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function') {
+            throw new TypeErrorCtor('the tool handler returned a Promise; write it as a normal function (llm_query and tool_handler inside it are synchronous)');
+          }
+          output = toolOutputText(value);
+        } catch (error) {
+          output = toolErrorText(request.name, error);
+        }
+        ArrayPrototypePush(results, { id: request.id, output });
+      }
+      reply = callHost('tool_results', { session: reply.session, results }) as ToolSessionReply;
+    }
+    return reply.value;
   }
 
   function checkPrompt(kind: string, prompt: unknown) {
@@ -239,19 +281,23 @@ export function install(host: HostReference) {
 
   function llm_query(prompt: unknown, options?: unknown) {
     checkPrompt('llm_query', prompt);
-    return callHost('llm_query', { prompt, ...queryOptions('llm_query', options) });
+    const { payload, handler } = queryOptions('llm_query', options);
+    if (handler) return queryWithTools('llm_query', { prompt, ...payload }, handler);
+    return callHost('llm_query', { prompt, ...payload });
   }
   function llm_query_batched(prompts: unknown, options?: unknown) {
     checkPrompts('llm_query_batched', prompts);
-    return callHost('llm_query_batched', { prompts, ...queryOptions('llm_query_batched', options) });
+    const { payload, handler } = queryOptions('llm_query_batched', options);
+    if (handler) return queryWithTools('llm_query_batched', { prompts, ...payload }, handler);
+    return callHost('llm_query_batched', { prompts, ...payload });
   }
   function rlm_query(prompt: unknown, options?: unknown) {
     checkPrompt('rlm_query', prompt);
-    return callHost('rlm_query', { prompt, ...queryOptions('rlm_query', options) });
+    return callHost('rlm_query', { prompt, model: optionsObject('rlm_query', options).model });
   }
   function rlm_query_batched(prompts: unknown, options?: unknown) {
     checkPrompts('rlm_query_batched', prompts);
-    return callHost('rlm_query_batched', { prompts, ...queryOptions('rlm_query_batched', options) });
+    return callHost('rlm_query_batched', { prompts, model: optionsObject('rlm_query_batched', options).model });
   }
   function tool_handler(name: unknown, args?: unknown) {
     if (typeof name !== 'string') throw new TypeErrorCtor(`tool_handler: the tool name must be a string, got ${describeType(name)}.`);

@@ -10,4 +10,14 @@ export const DEFAULTS = {
     /** Extra time past the block timeout before a worker that stopped responding is killed. */
     watchdogGraceMs: 2_000,
   },
+  lm: {
+    /** Requests in flight at once per model, shared by a run and its child runs. */
+    maxConcurrency: 16,
+    /** Retries of a failed model request (408, 409, 429, 5xx), honouring retry-after. */
+    maxRetries: 3,
+    /** Time one model request may take, in ms. */
+    requestTimeoutMs: 600_000,
+    /** Model calls one tool-calling loop may make before it gives up. */
+    maxToolIterations: 10,
+  },
 } as const;

@@ -13,11 +13,11 @@ export class RlmError extends Error {
   }
 }
 
-/** Invalid options or arguments given by the caller. */
+/** Invalid options or arguments given by the caller, or missing configuration such as an API key. */
 export class ConfigurationError extends RlmError {
   override name = 'ConfigurationError';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('configuration_error', message, options);
+  constructor(message: string, options?: { cause?: unknown; code?: 'configuration_error' | 'missing_api_key' }) {
+    super(options?.code ?? 'configuration_error', message, options);
   }
 }
 
@@ -26,5 +26,25 @@ export class SandboxError extends RlmError {
   override name = 'SandboxError';
   constructor(code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error', message: string, options?: { cause?: unknown }) {
     super(code, message, options);
+  }
+}
+
+/** A model call failed after retries: HTTP errors, timeouts, malformed replies. */
+export class ModelError extends RlmError {
+  override name = 'ModelError';
+  constructor(
+    message: string,
+    readonly status: number | undefined,
+    options?: { cause?: unknown },
+  ) {
+    super('model_error', message, options);
+  }
+}
+
+/** The tool-calling loop asked the model too many times without getting an answer. */
+export class ToolLoopError extends RlmError {
+  override name = 'ToolLoopError';
+  constructor(message: string) {
+    super('tool_loop_error', message);
   }
 }

@@ -3,3 +3,17 @@ export type { BlockError, ExecuteResult, HostCallHandler, SandboxOptions, Variab
 export type { HostCall, HostCallKind } from './sandbox/protocol.js';
 export { RlmError, ConfigurationError, SandboxError } from './errors.js';
 export { DEFAULTS } from './defaults.js';
+export { OpenAIModel, isLoopbackUrl } from './lm/openai.js';
+export type { OpenAIModelOptions } from './lm/openai.js';
+export type { ChatMessage, ChatRequest, ChatResponse, LanguageModel, TokenUsage, ToolCall, ToolChoice, ToolSpec } from './lm/types.js';
+export { ModelScheduler } from './lm/scheduler.js';
+export { ModelGateway } from './lm/gateway.js';
+export type { ModelCallEvent, ModelGatewayOptions } from './lm/gateway.js';
+export { UsageTracker } from './lm/usage.js';
+export type { ModelUsage, UsageSummary } from './lm/usage.js';
+export { DEFAULT_PRICES, findPrice } from './lm/prices.js';
+export type { ModelPrice, PriceTable } from './lm/prices.js';
+export { runToolLoop } from './lm/run-tool-loop.js';
+export type { RunToolLoopOptions } from './lm/run-tool-loop.js';
+export type { ToolHandler } from './lm/tool-loop.js';
+export { ModelError, ToolLoopError } from './errors.js';

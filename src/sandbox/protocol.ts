@@ -57,26 +57,58 @@ export const promptSchema = z.union([
   z.array(chatMessageSchema).min(1, 'a message list needs at least one message'),
 ]);
 
+const toolSpecSchema = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().optional(),
+  }),
+});
+
+const toolChoiceSchema = z.union([
+  z.enum(['auto', 'none', 'required']),
+  z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
+]);
+
 const queryOptionsShape = {
   model: z.string().min(1).optional(),
   response_format: z.record(z.string(), z.unknown()).optional(),
+  /** Tools for the sub-model; their calls are handed back to the sandbox's tool_handler. */
+  tools: z.array(toolSpecSchema).min(1).optional(),
+  tool_choice: toolChoiceSchema.optional(),
 };
 
 export const hostCallSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('llm_query'), prompt: promptSchema, ...queryOptionsShape }),
   z.object({ kind: z.literal('llm_query_batched'), prompts: z.array(promptSchema), ...queryOptionsShape }),
-  z.object({ kind: z.literal('rlm_query'), prompt: promptSchema, ...queryOptionsShape }),
-  z.object({ kind: z.literal('rlm_query_batched'), prompts: z.array(promptSchema), ...queryOptionsShape }),
+  z.object({ kind: z.literal('rlm_query'), prompt: promptSchema, model: z.string().min(1).optional() }),
+  z.object({ kind: z.literal('rlm_query_batched'), prompts: z.array(promptSchema), model: z.string().min(1).optional() }),
   z.object({
     kind: z.literal('tool_call'),
     name: z.string().min(1),
     arguments: z.record(z.string(), z.unknown()),
+  }),
+  z.object({
+    kind: z.literal('tool_results'),
+    session: z.string(),
+    results: z.array(z.object({ id: z.string(), output: z.string() })),
   }),
 ]);
 
 /** A validated call from sandbox code: `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` or `tool_call`. */
 export type HostCall = z.infer<typeof hostCallSchema>;
 export type HostCallKind = HostCall['kind'];
+
+/**
+ * What `llm_query` / `llm_query_batched` with tools (and every `tool_results` call) answer: either
+ * the final value, or tool calls for the sandbox's handler to run, to be answered with
+ * `tool_results` for the same session.
+ */
+export type ToolSessionReply =
+  | { done: true; value: unknown }
+  | { done: false; session: string; requests: { id: string; name: string; arguments: Record<string, unknown> }[] };
 
 /** Reply envelope sent back into the isolate. */
 export type HostReply = { ok: true; value: unknown } | { ok: false; error: { name: string; message: string } };

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { SandboxError } from '../errors.js';
@@ -181,6 +182,7 @@ export class Sandbox {
 
     const worker = await this.liveWorker();
     const block = new AbortController(); // ends host calls still running when the block is over
+    setMaxListeners(0, block.signal); // every host call of a batch listens to it
     let hostWaitMs = 0;
     let hostCallStarted: number | undefined;
     worker.onHostCall = (id, request) => {

@@ -10,6 +10,7 @@ type Reply = Exclude<WorkerEvent, { type: 'ready' } | { type: 'hostCall' }>;
 type CommandWithoutId = WorkerCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
 
 const STDERR_TAIL_CHARS = 4_000;
+const DOORBELL_RING = Buffer.from([1]);
 
 /** Why a worker process went away while the host still needed it. */
 export class WorkerExitError extends Error {
@@ -33,6 +34,7 @@ export class WorkerProcess {
 
   private readonly child: ChildProcess;
   private readonly input: Writable;
+  private readonly doorbell: Writable;
   private readonly output: Readable;
   private readonly decoder = new FrameDecoder();
   private readonly pending = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
@@ -50,15 +52,18 @@ export class WorkerProcess {
     this.child = spawn(process.execPath, ['--no-node-snapshot', script], {
       // The worker needs nothing from the host's environment, and API keys must not be in it.
       env: {},
-      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'],
+      // 3: worker -> host frames, 4: host -> worker frames, 5: doorbell rung after each host-call reply
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
     });
     this.output = this.child.stdio[3] as Readable;
     this.input = this.child.stdio[4] as Writable;
+    this.doorbell = (this.child.stdio as unknown as Writable[])[5]!;
     this.child.stderr!.setEncoding('utf8');
     this.child.stderr!.on('data', (text: string) => {
       this.stderrTail = (this.stderrTail + text).slice(-STDERR_TAIL_CHARS);
     });
     this.input.on('error', () => {}); // a dead worker is reported through 'exit'
+    this.doorbell.on('error', () => {});
 
     let markReady!: () => void;
     let failReady!: (error: Error) => void;
@@ -117,7 +122,9 @@ export class WorkerProcess {
   }
 
   replyToHostCall(id: number, reply: string): void {
-    if (this.alive) this.write({ type: 'hostReply', id, reply });
+    if (!this.alive) return;
+    this.write({ type: 'hostReply', id, reply });
+    this.doorbell.write(DOORBELL_RING);
   }
 
   onExit(listener: (error: WorkerExitError) => void): () => void {
@@ -151,7 +158,7 @@ export class WorkerProcess {
   }
 
   private setKeepsHostAlive(keep: boolean) {
-    const handles = [this.child, this.output, this.input, this.child.stderr] as unknown as { ref(): void; unref(): void }[];
+    const handles = [this.child, this.output, this.input, this.doorbell, this.child.stderr] as unknown as { ref(): void; unref(): void }[];
     for (const handle of handles) {
       if (keep) handle?.ref?.();
       else handle?.unref?.();

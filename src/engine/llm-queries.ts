@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto';
+import type { ModelGateway } from '../lm/gateway.js';
+import { driveToolLoop, toolLoop, type ToolInvocation } from '../lm/tool-loop.js';
+import type { ChatMessage, ChatRequest, ToolChoice, ToolSpec } from '../lm/types.js';
+import type { HostCall, ToolSessionReply } from '../sandbox/protocol.js';
+
+type QueryCall = Extract<HostCall, { kind: 'llm_query' | 'llm_query_batched' }>;
+type Prompt = Extract<HostCall, { kind: 'llm_query' }>['prompt'];
+
+export interface LlmQueriesOptions {
+  gateway: ModelGateway;
+  /** Model used when model code does not name one. */
+  defaultModel: string;
+  maxToolIterations: number;
+}
+
+/**
+ * Serves `llm_query` and `llm_query_batched` from sandbox code. Batches keep input order and never
+ * fail as a whole: a failed item becomes a string starting with "Error:" that says what went wrong.
+ * With tools, each prompt gets its own tool-calling loop on the host; rounds of tool calls are
+ * handed back to the sandbox (see ToolSession), and the loops of a batch keep running concurrently.
+ */
+export class LlmQueries {
+  private readonly sessions = new Map<string, ToolSession>();
+
+  constructor(private readonly options: LlmQueriesOptions) {}
+
+  async query(call: QueryCall, signal: AbortSignal): Promise<unknown> {
+    const requests = (call.kind === 'llm_query' ? [call.prompt] : call.prompts).map((prompt) => this.request(prompt, call, signal));
+    if (call.tools) {
+      const session = new ToolSession(requests, call.kind === 'llm_query_batched', this.options, signal);
+      this.sessions.set(session.id, session);
+      signal.addEventListener('abort', () => this.sessions.delete(session.id), { once: true });
+      return this.advance(session);
+    }
+    if (call.kind === 'llm_query') return this.answer(requests[0]!);
+    const settled = await Promise.allSettled(requests.map((request) => this.answer(request)));
+    return settled.map(itemResult);
+  }
+
+  /** Outputs of tool calls the sandbox ran; answers with the next round or the final value. */
+  async toolResults(call: Extract<HostCall, { kind: 'tool_results' }>): Promise<ToolSessionReply> {
+    const session = this.sessions.get(call.session);
+    if (!session) throw new Error(`tool_results: unknown or finished session ${call.session}`);
+    session.deliver(call.results);
+    return this.advance(session);
+  }
+
+  private async advance(session: ToolSession): Promise<ToolSessionReply> {
+    try {
+      const reply = await session.next();
+      if (reply.done) this.sessions.delete(session.id);
+      return reply;
+    } catch (error) {
+      this.sessions.delete(session.id);
+      throw error;
+    }
+  }
+
+  private request(prompt: Prompt, call: QueryCall, signal: AbortSignal): ChatRequest {
+    const messages: ChatMessage[] = typeof prompt === 'string' ? [{ role: 'user', content: prompt }] : (prompt as ChatMessage[]);
+    return {
+      model: call.model ?? this.options.defaultModel,
+      messages,
+      ...(call.tools && { tools: call.tools as ToolSpec[] }),
+      ...(call.tool_choice && { toolChoice: call.tool_choice as ToolChoice }),
+      ...(call.response_format && { responseFormat: call.response_format }),
+      signal,
+    };
+  }
+
+  private async answer(request: ChatRequest): Promise<string> {
+    const response = await this.options.gateway.chat(request);
+    return response.content ?? '';
+  }
+}
+
+function itemResult(outcome: PromiseSettledResult<string>): string {
+  if (outcome.status === 'fulfilled') return outcome.value;
+  const error = outcome.reason as { name?: string; message?: string } | undefined;
+  const message = error?.message ?? String(outcome.reason);
+  return error?.name && error.name !== 'Error' ? `Error: ${error.name}: ${message}` : `Error: ${message}`;
+}
+
+/**
+ * The tool-calling loops of one `llm_query` / `llm_query_batched` call whose tool handler lives in
+ * the sandbox. Each loop runs on the host; when one needs tool outputs, its calls go to an outbox
+ * the sandbox collects (through the reply to its pending host call), and the loop waits for
+ * `deliver`. Other loops keep calling the model meanwhile.
+ */
+class ToolSession {
+  readonly id = randomUUID();
+  private readonly outbox: { id: string; name: string; arguments: Record<string, unknown> }[] = [];
+  private readonly waiting = new Map<string, { resolve: (output: string) => void; reject: (reason: unknown) => void }>();
+  private readonly outcome: Promise<unknown>;
+  private settled = false;
+  private notify: () => void = () => {};
+  private nextRequestId = 0;
+
+  constructor(requests: ChatRequest[], batched: boolean, options: LlmQueriesOptions, signal: AbortSignal) {
+    const loops = requests.map((request) =>
+      driveToolLoop(toolLoop(request, options.maxToolIterations), (next) => options.gateway.chat(next), (calls) => this.handOver(calls)),
+    );
+    this.outcome = (batched ? Promise.allSettled(loops).then((results) => results.map(itemResult)) : loops[0]!).finally(() => {
+      this.settled = true;
+      this.notify();
+    });
+    this.outcome.catch(() => {}); // reported through next()
+    // When the block ends, loops still waiting for tool outputs stop too.
+    signal.addEventListener(
+      'abort',
+      () => {
+        for (const { reject } of this.waiting.values()) reject(signal.reason);
+        this.waiting.clear();
+      },
+      { once: true },
+    );
+  }
+
+  /** Waits until there are tool calls for the sandbox, or every loop has finished. */
+  async next(): Promise<ToolSessionReply> {
+    while (this.outbox.length === 0 && !this.settled) {
+      await new Promise<void>((resolve) => {
+        this.notify = resolve;
+      });
+    }
+    if (this.outbox.length > 0) return { done: false, session: this.id, requests: this.outbox.splice(0) };
+    return { done: true, value: await this.outcome };
+  }
+
+  deliver(results: { id: string; output: string }[]): void {
+    for (const { id, output } of results) {
+      const waiter = this.waiting.get(id);
+      if (!waiter) throw new Error(`tool_results: no pending tool call with id ${id}`);
+      this.waiting.delete(id);
+      waiter.resolve(output);
+    }
+  }
+
+  private handOver(calls: ToolInvocation[]): Promise<string[]> {
+    const outputs = calls.map(
+      (call) =>
+        new Promise<string>((resolve, reject) => {
+          const id = `${this.nextRequestId++}`;
+          this.waiting.set(id, { resolve, reject });
+          this.outbox.push({ id, name: call.name, arguments: call.arguments });
+        }),
+    );
+    this.notify();
+    return Promise.all(outputs);
+  }
+}

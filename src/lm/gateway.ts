@@ -1,0 +1,67 @@
+import { randomUUID } from 'node:crypto';
+import type { ModelScheduler } from './scheduler.js';
+import type { ChatRequest, ChatResponse, LanguageModel } from './types.js';
+import type { UsageTracker } from './usage.js';
+
+export type ModelCallEvent =
+  | { type: 'llm-call-start'; callId: string; model: string; depth: number; request: Omit<ChatRequest, 'signal'> }
+  | {
+      type: 'llm-call-end';
+      callId: string;
+      model: string;
+      depth: number;
+      request: Omit<ChatRequest, 'signal'>;
+      response?: ChatResponse;
+      durationMs: number;
+      /** Set when the call failed. */
+      error?: { name: string; message: string };
+    };
+
+export interface ModelGatewayOptions {
+  model: LanguageModel;
+  scheduler: ModelScheduler;
+  usage: UsageTracker;
+  /** Depth in the run tree of the run making these calls (root = 0). */
+  depth?: number;
+  onEvent?: (event: ModelCallEvent) => void;
+}
+
+/**
+ * Every model call of a run goes through a gateway: it waits for a slot of the shared scheduler,
+ * counts usage into the run's tracker, and reports start and end events.
+ */
+export class ModelGateway {
+  readonly depth: number;
+
+  constructor(private readonly options: ModelGatewayOptions) {
+    this.depth = options.depth ?? 0;
+  }
+
+  /** A gateway for a child run: one level deeper, same scheduler, usage counted into this run too. */
+  child(): ModelGateway {
+    return new ModelGateway({ ...this.options, usage: this.options.usage.child(), depth: this.depth + 1 });
+  }
+
+  get usage(): UsageTracker {
+    return this.options.usage;
+  }
+
+  async chat(request: ChatRequest): Promise<ChatResponse> {
+    const { model, scheduler, usage, onEvent } = this.options;
+    const callId = randomUUID();
+    const { signal, ...shown } = request;
+    const base = { callId, model: request.model, depth: this.depth, request: shown };
+    onEvent?.({ type: 'llm-call-start', ...base });
+    const started = performance.now();
+    try {
+      const response = await scheduler.run(request.model, () => model.chat(request), signal);
+      usage.record(request.model, response.usage);
+      onEvent?.({ type: 'llm-call-end', ...base, response, durationMs: performance.now() - started });
+      return response;
+    } catch (error) {
+      const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
+      onEvent?.({ type: 'llm-call-end', ...base, durationMs: performance.now() - started, error: { name, message } });
+      throw error;
+    }
+  }
+}

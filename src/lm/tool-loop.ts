@@ -1,0 +1,104 @@
+import { ToolLoopError } from '../errors.js';
+import { toolErrorText, toolOutputText } from './tool-text.js';
+import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse, type ToolCall } from './types.js';
+
+/**
+ * The tool-calling loop as a generator, so one implementation serves every way of running tools:
+ * the loop yields what it needs (a model reply, or the outputs of some tool calls) and whoever
+ * drives it decides how to get that. The host runs async handlers directly; the sandbox hands tool
+ * calls back to model code, because a handler written in sandbox JavaScript can only be called
+ * from inside the sandbox.
+ */
+export type ToolLoopStep = { type: 'model'; request: ChatRequest } | { type: 'tools'; calls: ToolInvocation[] };
+
+/** A tool call with its arguments parsed, ready for a handler. */
+export interface ToolInvocation {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export const DEFAULT_MAX_TOOL_ITERATIONS = 10;
+
+export function* toolLoop(
+  request: ChatRequest,
+  maxIterations = DEFAULT_MAX_TOOL_ITERATIONS,
+): Generator<ToolLoopStep, string, ChatResponse | string[]> {
+  const messages: ChatMessage[] = [...request.messages];
+  const toolNames = new Set((request.tools ?? []).map((tool) => tool.function.name));
+  for (let iteration = 1; ; iteration++) {
+    const response = (yield { type: 'model', request: { ...request, messages: [...messages] } }) as ChatResponse;
+    if (response.toolCalls.length === 0) return response.content ?? '';
+    if (iteration >= maxIterations) throw new ToolLoopError(`Maximum tool iterations (${maxIterations}) exceeded`);
+
+    messages.push({ role: 'assistant', content: response.content, tool_calls: response.toolCalls.map(toolCallMessage) });
+    const outputs: string[] = [];
+    const runnable: { index: number; invocation: ToolInvocation }[] = [];
+    response.toolCalls.forEach((call, index) => {
+      const problem = checkCall(call, toolNames);
+      if (typeof problem === 'string') outputs[index] = problem;
+      else runnable.push({ index, invocation: problem });
+    });
+    if (runnable.length > 0) {
+      const results = (yield { type: 'tools', calls: runnable.map((entry) => entry.invocation) }) as string[];
+      runnable.forEach((entry, position) => {
+        outputs[entry.index] = results[position] ?? '';
+      });
+    }
+    response.toolCalls.forEach((call, index) => {
+      messages.push({ role: 'tool', tool_call_id: call.id, content: outputs[index]! });
+    });
+  }
+}
+
+/** Unknown tools and malformed arguments become results the model can read and correct. */
+function checkCall(call: ToolCall, toolNames: Set<string>): ToolInvocation | string {
+  if (!toolNames.has(call.name)) {
+    return `Error: unknown tool "${call.name}". Available tools: ${[...toolNames].join(', ') || 'none'}.`;
+  }
+  let parsed: unknown;
+  try {
+    parsed = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch (error) {
+    return `Error: the arguments for ${call.name} are not valid JSON (${(error as Error).message}). Send a JSON object.`;
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    return `Error: the arguments for ${call.name} must be a JSON object.`;
+  }
+  return { id: call.id, name: call.name, arguments: parsed as Record<string, unknown> };
+}
+
+/** How a driver gets outputs for tool calls: one string per call, in order. */
+export type ToolRunner = (calls: ToolInvocation[]) => Promise<string[]>;
+
+/** Runs the loop to its answer: model calls through `callModel`, tool calls through `runTools`. */
+export async function driveToolLoop(
+  loop: Generator<ToolLoopStep, string, ChatResponse | string[]>,
+  callModel: (request: ChatRequest) => Promise<ChatResponse>,
+  runTools: ToolRunner,
+): Promise<string> {
+  let step = loop.next();
+  while (!step.done) {
+    const input = step.value.type === 'model' ? await callModel(step.value.request) : await runTools(step.value.calls);
+    step = loop.next(input);
+  }
+  return step.value;
+}
+
+/** A host-side tool handler: returns the result text (objects are sent as JSON). */
+export type ToolHandler = (name: string, args: Record<string, unknown>) => unknown;
+
+/** The host driver's tool runner: calls run one at a time, in order; failures become results. */
+export function handlerRunner(handler: ToolHandler): ToolRunner {
+  return async (calls) => {
+    const outputs: string[] = [];
+    for (const call of calls) {
+      try {
+        outputs.push(toolOutputText(await handler(call.name, call.arguments)));
+      } catch (error) {
+        outputs.push(toolErrorText(call.name, error));
+      }
+    }
+    return outputs;
+  };
+}

@@ -1,0 +1,65 @@
+import { costUsd, DEFAULT_PRICES, findPrice, type PriceTable } from './prices.js';
+import type { TokenUsage } from './types.js';
+
+export interface ModelUsage {
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** USD, or null when no price is known for this model. */
+  costUsd: number | null;
+}
+
+export interface UsageSummary {
+  /** Per model name. */
+  byModel: Record<string, ModelUsage>;
+  calls: number;
+  inputTokens: number;
+  outputTokens: number;
+  /** USD over the models with a known price. */
+  costUsd: number;
+  /** False when some model had no price, so `costUsd` undercounts. */
+  costComplete: boolean;
+}
+
+/**
+ * Counts calls, tokens and cost per model. A child tracker (`child()`) records into itself and
+ * every ancestor, so each run sees its own usage and the root sees the whole tree.
+ */
+export class UsageTracker {
+  private readonly models = new Map<string, { calls: number; inputTokens: number; outputTokens: number }>();
+
+  constructor(
+    private readonly prices: PriceTable = DEFAULT_PRICES,
+    private readonly parent?: UsageTracker,
+  ) {}
+
+  /** A tracker for a child run that also counts toward this one. */
+  child(): UsageTracker {
+    return new UsageTracker(this.prices, this);
+  }
+
+  record(model: string, usage: TokenUsage): void {
+    const entry = this.models.get(model) ?? { calls: 0, inputTokens: 0, outputTokens: 0 };
+    entry.calls += 1;
+    entry.inputTokens += usage.inputTokens;
+    entry.outputTokens += usage.outputTokens;
+    this.models.set(model, entry);
+    this.parent?.record(model, usage);
+  }
+
+  summary(): UsageSummary {
+    const byModel: Record<string, ModelUsage> = {};
+    const totals: UsageSummary = { byModel, calls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, costComplete: true };
+    for (const [model, entry] of this.models) {
+      const price = findPrice(model, this.prices);
+      const cost = price ? costUsd(price, entry.inputTokens, entry.outputTokens) : null;
+      byModel[model] = { ...entry, costUsd: cost };
+      totals.calls += entry.calls;
+      totals.inputTokens += entry.inputTokens;
+      totals.outputTokens += entry.outputTokens;
+      if (cost === null) totals.costComplete = false;
+      else totals.costUsd += cost;
+    }
+    return totals;
+  }
+}
