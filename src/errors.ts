@@ -24,7 +24,11 @@ export class ConfigurationError extends RlmError {
 /** The sandbox could not be started or used (not: model code that failed inside it). */
 export class SandboxError extends RlmError {
   override name = 'SandboxError';
-  constructor(code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error', message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error' | 'sandbox_setup_failed',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
     super(code, message, options);
   }
 }

@@ -1,3 +1,8 @@
+export { RLM, RlmSession } from './engine/rlm.js';
+export type { CompletionInput, RLMOptions, SetupCode } from './engine/rlm.js';
+export type { CodeBlockRecord, IterationRecord, RlmEvent, RlmResult, SubcallRecord } from './engine/events.js';
+export { RunLimitError } from './engine/limits.js';
+export type { LimitCode } from './engine/limits.js';
 export { Sandbox } from './sandbox/sandbox.js';
 export type { BlockError, ExecuteResult, HostCallHandler, SandboxOptions, Variable } from './sandbox/sandbox.js';
 export type { HostCall, HostCallKind } from './sandbox/protocol.js';

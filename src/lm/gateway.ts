@@ -4,12 +4,13 @@ import type { ChatRequest, ChatResponse, LanguageModel } from './types.js';
 import type { UsageTracker } from './usage.js';
 
 export type ModelCallEvent =
-  | { type: 'llm-call-start'; callId: string; model: string; depth: number; request: Omit<ChatRequest, 'signal'> }
+  | { type: 'llm-call-start'; callId: string; model: string; depth: number; purpose: 'root' | 'sub'; request: Omit<ChatRequest, 'signal'> }
   | {
       type: 'llm-call-end';
       callId: string;
       model: string;
       depth: number;
+      purpose: 'root' | 'sub';
       request: Omit<ChatRequest, 'signal'>;
       response?: ChatResponse;
       durationMs: number;
@@ -24,6 +25,12 @@ export interface ModelGatewayOptions {
   /** Depth in the run tree of the run making these calls (root = 0). */
   depth?: number;
   onEvent?: (event: ModelCallEvent) => void;
+  /** Why the calls are made, reported in events: the root model's turns, or sub-calls from code. */
+  purpose?: 'root' | 'sub';
+  /** Checks run before and after every call (run limits); throwing stops the call. */
+  guard?: { beforeCall(): void; afterCall(): void };
+  /** Aborts every call made through this gateway (the run's signal). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -42,26 +49,42 @@ export class ModelGateway {
     return new ModelGateway({ ...this.options, usage: this.options.usage.child(), depth: this.depth + 1 });
   }
 
+  /** The same gateway (same usage, depth and scheduler) with a different purpose or event sink. */
+  with(overrides: Pick<ModelGatewayOptions, 'purpose' | 'onEvent'>): ModelGateway {
+    return new ModelGateway({ ...this.options, ...overrides });
+  }
+
   get usage(): UsageTracker {
     return this.options.usage;
   }
 
   async chat(request: ChatRequest): Promise<ChatResponse> {
-    const { model, scheduler, usage, onEvent } = this.options;
+    const { model, scheduler, usage, onEvent, guard } = this.options;
     const callId = randomUUID();
-    const { signal, ...shown } = request;
-    const base = { callId, model: request.model, depth: this.depth, request: shown };
+    const { signal: requestSignal, ...shown } = request;
+    const signals = [requestSignal, this.options.signal].filter((signal): signal is AbortSignal => signal !== undefined);
+    const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+    const base = { callId, model: request.model, depth: this.depth, purpose: this.options.purpose ?? 'sub', request: shown };
     onEvent?.({ type: 'llm-call-start', ...base });
     const started = performance.now();
+    let response: ChatResponse;
     try {
-      const response = await scheduler.run(request.model, () => model.chat(request), signal);
-      usage.record(request.model, response.usage);
-      onEvent?.({ type: 'llm-call-end', ...base, response, durationMs: performance.now() - started });
-      return response;
+      response = await scheduler.run(
+        request.model,
+        () => {
+          guard?.beforeCall();
+          return model.chat({ ...request, signal });
+        },
+        signal,
+      );
     } catch (error) {
       const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
       onEvent?.({ type: 'llm-call-end', ...base, durationMs: performance.now() - started, error: { name, message } });
       throw error;
     }
+    usage.record(request.model, response.usage);
+    onEvent?.({ type: 'llm-call-end', ...base, response, durationMs: performance.now() - started });
+    guard?.afterCall();
+    return response;
   }
 }

@@ -73,6 +73,7 @@ type ResetReason = 'memory' | 'crashed' | 'unresponsive';
 export class Sandbox {
   private worker: WorkerProcess | undefined;
   private readonly globals = new Map<string, unknown>();
+  private readonly setupBlocks: string[] = [];
   private lastVariables: Variable[] = [];
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
@@ -105,6 +106,19 @@ export class Sandbox {
     return this.exclusive(async () => {
       this.globals.set(name, value);
       await this.loadGlobal(await this.liveWorker(), name, value);
+    });
+  }
+
+  /**
+   * Runs setup code (helpers, data, tool wrappers) before the model's first block, and again after
+   * every reset, so what it defines is always there. Throws if the setup code fails.
+   */
+  addSetupCode(code: string): Promise<ExecuteResult> {
+    return this.exclusive(async () => {
+      const result = await this.executeNow(code, undefined);
+      if (result.error) throw new SandboxError('sandbox_setup_failed', `Setup code failed: ${result.error.stack || result.error.message}`);
+      this.setupBlocks.push(code);
+      return result;
     });
   }
 
@@ -143,6 +157,10 @@ export class Sandbox {
       await worker.whenReady();
       expectDone(await worker.request({ type: 'init', memoryLimitMb: this.options.memoryLimitMb }));
       for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value);
+      for (const code of this.setupBlocks) {
+        const replay = await this.runOn(worker, code, undefined);
+        if (replay.error) throw new Error(`setup code failed after a reset: ${replay.error.message}`);
+      }
     } catch (error) {
       this.discardWorker();
       throw new SandboxError('sandbox_start_failed', `The sandbox could not start: ${(error as Error).message}`, { cause: error });
@@ -168,6 +186,10 @@ export class Sandbox {
 
   private async executeNow(code: string, signal: AbortSignal | undefined): Promise<ExecuteResult> {
     signal?.throwIfAborted();
+    return this.runOn(await this.liveWorker(), code, signal);
+  }
+
+  private async runOn(worker: WorkerProcess, code: string, signal: AbortSignal | undefined): Promise<ExecuteResult> {
     const started = performance.now();
     const elapsed = () => performance.now() - started;
 
@@ -180,7 +202,6 @@ export class Sandbox {
       return { stdout: '', error: error_, durationMs: elapsed(), variables: this.lastVariables, reset: false };
     }
 
-    const worker = await this.liveWorker();
     const block = new AbortController(); // ends host calls still running when the block is over
     setMaxListeners(0, block.signal); // every host call of a batch listens to it
     let hostWaitMs = 0;

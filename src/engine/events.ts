@@ -1,0 +1,126 @@
+import type { ModelCallEvent } from '../lm/gateway.js';
+import type { ChatMessage } from '../lm/types.js';
+import type { UsageSummary } from '../lm/usage.js';
+import type { ExecuteResult } from '../sandbox/sandbox.js';
+
+/** One code block of an iteration and what running it produced. */
+export interface CodeBlockRecord {
+  code: string;
+  language: 'js' | 'ts';
+  result: ExecuteResult;
+  /** Sub-calls made while the block ran (llm_query, rlm_query, ...), with child trajectories. */
+  subcalls: SubcallRecord[];
+}
+
+/** One llm_query / rlm_query made by model code, as the trajectory log shows it. */
+export interface SubcallRecord {
+  kind: 'llm' | 'rlm';
+  model: string;
+  prompt: unknown;
+  response: string | null;
+  durationMs: number;
+  usage: { inputTokens: number; outputTokens: number } | undefined;
+  error?: string;
+  /** For child RLMs: their iterations. */
+  iterations?: IterationRecord[];
+}
+
+/** One turn of a run: the prompt, the root model's reply, and the code it ran. */
+export interface IterationRecord {
+  /** 1-based. */
+  index: number;
+  prompt: ChatMessage[];
+  response: string;
+  codeBlocks: CodeBlockRecord[];
+  finalAnswer: string | null;
+  durationMs: number;
+}
+
+export interface RunInfo {
+  runId: string;
+  /** 0 for the root run, 1 for its children, ... */
+  depth: number;
+}
+
+/** Everything `rlm.stream()` yields, in order. Child runs report with their own runId and depth. */
+export type RlmEvent =
+  | (RunInfo & { type: 'run-start'; model: string; parentRunId?: string | undefined; query?: string | undefined })
+  | (RunInfo & { type: 'iteration-start'; iteration: number; maxIterations: number })
+  | (RunInfo & { type: 'iteration-end'; iteration: number; record: IterationRecord })
+  | (RunInfo & { type: 'code-start'; iteration: number; block: number; code: string; language: 'js' | 'ts' })
+  | (RunInfo & { type: 'code-end'; iteration: number; block: number; result: ExecuteResult })
+  | (RunInfo & ModelCallEvent)
+  | (RunInfo & { type: 'tool-call-start'; callId: string; toolName: string; arguments: unknown })
+  | (RunInfo & { type: 'tool-call-end'; callId: string; toolName: string; result?: string; error?: string; durationMs: number })
+  | (RunInfo & { type: 'subcall-start'; childRunId: string; model: string; promptPreview: string })
+  | (RunInfo & { type: 'subcall-end'; childRunId: string; model: string; durationMs: number; error?: string })
+  | (RunInfo & { type: 'final'; answer: string; source: 'code' | 'text' | 'forced' })
+  | (RunInfo & { type: 'run-end'; result: RlmResult })
+  | (RunInfo & { type: 'error'; error: { name: string; code?: string; message: string } });
+
+export interface RlmResult {
+  /** The final answer. */
+  response: string;
+  /** True when the iteration limit was reached and the answer was asked for in one last call. */
+  forced: boolean;
+  /** Usage of the whole run tree, per model, children included. */
+  usage: UsageSummary;
+  /** Root iterations used. */
+  iterations: number;
+  durationMs: number;
+  trajectory: IterationRecord[];
+  /** The JSONL trajectory file, when `logDir` was set. */
+  logPath?: string;
+  runId: string;
+}
+
+/**
+ * A push-to-pull queue: producers push events as they happen, one consumer iterates them. The run
+ * never waits for the consumer (events are small), so a slow consumer cannot stall a run.
+ */
+export class EventChannel<T> implements AsyncIterable<T> {
+  private readonly buffer: T[] = [];
+  private waiting: ((result: IteratorResult<T>) => void) | undefined;
+  private failure: { error: unknown } | undefined;
+  private closed = false;
+  private rejectWaiting: ((error: unknown) => void) | undefined;
+
+  push(item: T): void {
+    if (this.closed) return;
+    if (this.waiting) {
+      const resolve = this.waiting;
+      this.waiting = undefined;
+      this.rejectWaiting = undefined;
+      resolve({ value: item, done: false });
+    } else {
+      this.buffer.push(item);
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    this.waiting?.({ value: undefined, done: true });
+    this.waiting = undefined;
+  }
+
+  fail(error: unknown): void {
+    this.failure = { error };
+    this.closed = true;
+    this.rejectWaiting?.(error);
+    this.waiting = undefined;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return {
+      next: () => {
+        if (this.buffer.length > 0) return Promise.resolve({ value: this.buffer.shift()!, done: false });
+        if (this.failure) return Promise.reject(this.failure.error);
+        if (this.closed) return Promise.resolve({ value: undefined, done: true });
+        return new Promise<IteratorResult<T>>((resolve, reject) => {
+          this.waiting = resolve;
+          this.rejectWaiting = reject;
+        });
+      },
+    };
+  }
+}

@@ -1,0 +1,96 @@
+import { randomUUID } from 'node:crypto';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { IterationRecord, SubcallRecord } from './events.js';
+
+export interface TrajectoryMetadata {
+  rootModel: string;
+  subModel: string;
+  maxDepth: number;
+  maxIterations: number;
+  baseURL: string | undefined;
+  sandbox: Record<string, unknown>;
+}
+
+/**
+ * Writes a run's trajectory as JSON lines in the reference RLM logger's schema, so its visualizer
+ * opens our logs: a `metadata` line, then one `iteration` line per turn with `prompt`, `response`,
+ * `code_blocks[].result.{stdout, stderr, locals, execution_time, rlm_calls, final_answer}`,
+ * `final_answer` and `iteration_time`. Child runs nest inside the `rlm_calls` entry that started
+ * them. Each line is appended as soon as its iteration ends, so a crash loses nothing before it.
+ */
+export class TrajectoryLogger {
+  readonly path: string;
+  private count = 0;
+
+  constructor(
+    logDir: string,
+    private readonly secrets: string[] = [],
+  ) {
+    mkdirSync(logDir, { recursive: true });
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-').replace('T', '_').slice(0, 19);
+    this.path = join(logDir, `rlm_${stamp}_${randomUUID().slice(0, 8)}.jsonl`);
+  }
+
+  metadata(metadata: TrajectoryMetadata): void {
+    this.write({
+      type: 'metadata',
+      timestamp: new Date().toISOString(),
+      root_model: metadata.rootModel,
+      max_depth: metadata.maxDepth,
+      max_iterations: metadata.maxIterations,
+      backend: 'openai',
+      backend_kwargs: { model_name: metadata.rootModel, ...(metadata.baseURL && { base_url: metadata.baseURL }) },
+      environment_type: 'isolated-vm',
+      environment_kwargs: metadata.sandbox,
+      other_backends: metadata.subModel === metadata.rootModel ? null : [metadata.subModel],
+    });
+  }
+
+  iteration(record: IterationRecord): void {
+    this.count += 1;
+    this.write({ type: 'iteration', iteration: this.count, timestamp: new Date().toISOString(), ...iterationJson(record) });
+  }
+
+  private write(entry: unknown): void {
+    let line = JSON.stringify(entry);
+    for (const secret of this.secrets) if (secret) line = line.split(secret).join('[redacted]');
+    appendFileSync(this.path, `${line}\n`);
+  }
+}
+
+export function iterationJson(record: IterationRecord): Record<string, unknown> {
+  return {
+    prompt: record.prompt,
+    response: record.response,
+    code_blocks: record.codeBlocks.map((block) => ({
+      code: block.code,
+      result: {
+        stdout: block.result.stdout,
+        stderr: block.result.error?.stack ?? '',
+        locals: Object.fromEntries(block.result.variables.map((variable) => [variable.name, variable.type])),
+        execution_time: block.result.durationMs / 1000,
+        rlm_calls: block.subcalls.map(subcallJson),
+        final_answer: block.result.final ?? null,
+      },
+    })),
+    final_answer: record.finalAnswer,
+    iteration_time: record.durationMs / 1000,
+  };
+}
+
+function subcallJson(call: SubcallRecord): Record<string, unknown> {
+  return {
+    root_model: call.model,
+    prompt: call.prompt,
+    response: call.response ?? '',
+    usage_summary: {
+      model_usage_summaries: call.usage
+        ? { [call.model]: { total_calls: 1, total_input_tokens: call.usage.inputTokens, total_output_tokens: call.usage.outputTokens } }
+        : {},
+    },
+    execution_time: call.durationMs / 1000,
+    ...(call.error !== undefined && { error: call.error }),
+    ...(call.iterations && { metadata: { kind: 'rlm', iterations: call.iterations.map(iterationJson) } }),
+  };
+}
