@@ -37,6 +37,7 @@ export class TreeBudget {
   private readonly controller = new AbortController();
   private readonly deadline: number | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private callsStarted = 0;
 
   constructor(
     private readonly limits: TreeLimits,
@@ -71,9 +72,11 @@ export class TreeBudget {
   beforeCall(): void {
     this.signal.throwIfAborted();
     const { maxLlmCalls } = this.limits;
-    if (maxLlmCalls !== undefined && this.usage.summary().calls >= maxLlmCalls) {
+    // Counted when calls start, so a batch in flight cannot overshoot the limit.
+    if (maxLlmCalls !== undefined && this.callsStarted >= maxLlmCalls) {
       this.fail(new RunLimitError('max_llm_calls', `Model call limit reached: ${maxLlmCalls} calls were made.`));
     }
+    this.callsStarted++;
   }
 
   /** Throws (and stops the tree) if the usage so far breaks a limit. */

@@ -1,0 +1,163 @@
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { RLM, type IterationRecord, type RlmEvent } from '../../src/index.js';
+import { models, repl } from './helpers.js';
+
+/** Worker processes this test process has running now (the pool keeps one spare). */
+function liveWorkers(): number {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox-worker');
+      } catch {
+        return false;
+      }
+    }).length;
+}
+
+describe('events', () => {
+  it('streams typed events in order, and completion() returns what run-end carries', async () => {
+    const script = [repl('const a = llm_query("q")'), repl('FINAL(a)')];
+    const first = models(script, ['sub answer']);
+    const events: RlmEvent[] = [];
+    for await (const event of new RLM({ model: 'root', subModel: 'sub', languageModel: first.languageModel }).stream('c')) events.push(event);
+    expect(events.map((event) => event.type)).toEqual([
+      'run-start',
+      'iteration-start', 'llm-call-start', 'llm-call-end', 'code-start', 'llm-call-start', 'llm-call-end', 'code-end', 'iteration-end',
+      'iteration-start', 'llm-call-start', 'llm-call-end', 'code-start', 'code-end', 'iteration-end',
+      'final',
+      'run-end',
+    ]);
+    const subCall = events.find((event) => event.type === 'llm-call-end' && event.purpose === 'sub');
+    expect(subCall).toMatchObject({ depth: 0, model: 'sub', response: { content: 'sub answer' } });
+    const end = events.at(-1) as Extract<RlmEvent, { type: 'run-end' }>;
+    const second = models(script, ['sub answer']);
+    const result = await new RLM({ model: 'root', subModel: 'sub', languageModel: second.languageModel }).completion('c');
+    expect(result.response).toBe(end.result.response);
+    expect(result.iterations).toBe(end.result.iterations);
+  });
+
+  it('emits an error event, then throws from the stream', async () => {
+    const { languageModel } = models([new Error('root model unavailable')]);
+    const seen: string[] = [];
+    await expect(
+      (async () => {
+        for await (const event of new RLM({ model: 'root', languageModel }).stream('c')) seen.push(event.type);
+      })(),
+    ).rejects.toThrow('root model unavailable');
+    expect(seen).toEqual(['run-start', 'iteration-start', 'llm-call-start', 'llm-call-end', 'error']);
+  });
+
+  it('awaits onIteration before the next turn, and calls onRequest for every sub-call', async () => {
+    const order: string[] = [];
+    const { languageModel } = models(
+      async () => {
+        order.push('root call');
+        return order.filter((entry) => entry === 'root call').length === 1 ? repl('llm_query_batched(["x", "y"])') : repl('FINAL(1)');
+      },
+      () => 'ok',
+    );
+    const requests: string[] = [];
+    await new RLM({
+      model: 'root',
+      subModel: 'sub',
+      languageModel,
+      onIteration: async (iteration: IterationRecord, index: number) => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        order.push(`checkpoint ${index} (${iteration.codeBlocks.length} block)`);
+      },
+      onRequest: (request, response) => requests.push(`${request.model}:${response?.content}`),
+    }).completion('c');
+    expect(order).toEqual(['root call', 'checkpoint 1 (1 block)', 'root call', 'checkpoint 2 (1 block)']);
+    expect(requests).toEqual(['sub:ok', 'sub:ok']);
+  });
+
+  it('disposes every sandbox when a run is cancelled', async () => {
+    const controller = new AbortController();
+    const { languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
+    const run = new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const during = liveWorkers();
+    controller.abort(new Error('stop'));
+    await expect(run).rejects.toThrow('stop');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(liveWorkers()).toBeLessThan(during);
+    expect(liveWorkers()).toBeLessThanOrEqual(1); // at most the pool's spare
+  });
+});
+
+describe('trajectory logs', () => {
+  it('writes the reference logger schema, nests child runs and never writes the API key', async () => {
+    const logDir = mkdtempSync(join(tmpdir(), 'rlm-logs-'));
+    const { languageModel } = models((request) =>
+      String(request.messages[1]?.content).includes('child run') ? repl('FINAL("child done")') : request.messages.length > 3 ? 'FINAL(all done)' : repl('const r = rlm_query("sub task sk-secret-key-123"); print(r)'),
+    );
+    const result = await new RLM({ model: 'root', languageModel, apiKey: 'sk-secret-key-123', maxDepth: 2, logDir }).completion({ context: 'c', query: 'q' });
+    expect(result.logPath).toBeDefined();
+    const text = readFileSync(result.logPath!, 'utf8');
+    expect(text).not.toContain('sk-secret-key-123');
+    const lines = text.trim().split('\n').map((line) => JSON.parse(line));
+    expect(lines[0]).toMatchObject({ type: 'metadata', root_model: 'root', max_depth: 2, max_iterations: 30 });
+    const iteration = lines[1];
+    expect(Object.keys(iteration)).toEqual(expect.arrayContaining(['type', 'iteration', 'timestamp', 'prompt', 'response', 'code_blocks', 'final_answer', 'iteration_time']));
+    expect(Object.keys(iteration.code_blocks[0].result)).toEqual(['stdout', 'stderr', 'locals', 'execution_time', 'rlm_calls', 'final_answer']);
+    expect(iteration.code_blocks[0].result.stdout).toBe('child done\n');
+    expect(iteration.code_blocks[0].result.locals).toEqual({ r: 'string (10 chars)' });
+    const childCall = iteration.code_blocks[0].result.rlm_calls[0];
+    expect(childCall.response).toBe('child done');
+    expect(childCall.metadata.iterations[0].code_blocks[0].result.final_answer).toBe('child done');
+    expect(lines[2]).toMatchObject({ type: 'iteration', iteration: 2, final_answer: 'all done' });
+  });
+
+  it('keeps every completed iteration on disk when the run crashes', async () => {
+    const logDir = mkdtempSync(join(tmpdir(), 'rlm-logs-'));
+    const { languageModel } = models([repl('print(1)'), repl('print(2)'), new Error('connection lost')]);
+    await expect(new RLM({ model: 'root', languageModel, logDir }).completion('c')).rejects.toThrow('connection lost');
+    const [file] = readdirSync(logDir);
+    const lines = readFileSync(join(logDir, file!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'iteration']);
+  });
+});
+
+describe('setup code', () => {
+  it('runs JavaScript, TypeScript and files before the first block', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-'));
+    const file = join(folder, 'helpers.ts');
+    writeFileSync(file, 'function shout(text: string): string { return text.toUpperCase() + "!" }\n');
+    const { languageModel } = models([repl('FINAL([greeting, double(21), shout("hi")].join(" "))')]);
+    const result = await new RLM({
+      model: 'root',
+      languageModel,
+      setupCode: ['const greeting = "hello"', { code: 'const double = (n: number): number => n * 2', language: 'ts' }, { file }],
+    }).completion('c');
+    expect(result.response).toBe('hello 42 HI!');
+  });
+
+  it('fails the run with the setup error', async () => {
+    const { languageModel } = models([repl('FINAL(1)')]);
+    await expect(new RLM({ model: 'root', languageModel, setupCode: 'throw new Error("bad setup")' }).completion('c')).rejects.toThrow(/Setup code failed: Error: bad setup/);
+    expect(() => new RLM({ model: 'root', languageModel, setupCode: { file: '/nonexistent/setup.js' } })).toThrow(/Cannot read setup code file \/nonexistent\/setup.js/);
+  });
+});
+
+describe('sessions', () => {
+  it('keep the sandbox across completions, with later contexts and earlier conversations as variables', async () => {
+    const { rootModel, languageModel } = models([
+      repl('const remembered = context.toUpperCase(); FINAL(remembered)'),
+      repl('FINAL([remembered, context_0, context_1, typeof history_0, history_0.length > 2].join("|"))'),
+    ]);
+    const session = new RLM({ model: 'root', languageModel }).session();
+    try {
+      expect((await session.completion('first')).response).toBe('FIRST');
+      expect((await session.completion('second')).response).toBe('FIRST|first|second|object|true');
+      expect(String(rootModel.calls[1]!.messages[1]!.content)).toContain("this turn's input is `context_1`");
+    } finally {
+      await session.close();
+    }
+  });
+});
