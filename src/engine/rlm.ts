@@ -10,6 +10,7 @@ import { ModelScheduler } from '../lm/scheduler.js';
 import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
 import { parseOptions } from '../options.js';
+import { workerPool } from '../sandbox/pool.js';
 import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
 import { RunLimitError, TreeBudget } from './limits.js';
 import { Run, type RunSettings, type SessionState } from './run.js';
@@ -150,6 +151,8 @@ export class RLM {
   startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
     const { context, query, signal } = normalizeInput(input);
     const channel = new EventChannel<RlmEvent>();
+    // Every run needs a sandbox, and each child run one more: have them started ahead of time.
+    workerPool.reserve(this.settings.maxDepth > 1 ? this.settings.maxConcurrentChildren + 1 : 1);
     const usage = new UsageTracker({ ...DEFAULT_PRICES, ...this.options.prices });
     const budget = new TreeBudget(this.options, usage, signal);
     const logger = this.options.logDir ? new TrajectoryLogger(this.options.logDir, [this.options.apiKey ?? '', process.env.OPENAI_API_KEY ?? '']) : undefined;

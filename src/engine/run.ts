@@ -93,13 +93,15 @@ export class Run {
     const signal = budget.signal;
     const rootCalls = this.gateway.with({ purpose: 'root' });
     const session = this.hooks.session;
-    const sandbox = session?.sandbox ?? (await this.createSandbox());
-    if (session) session.sandbox = sandbox;
+    // The sandbox starts while the root model thinks about its first reply; blocks wait for it.
+    // In a session the first context is context_0 (also `context`), later ones context_1, ...
+    const contextIndex = session ? session.contexts++ : undefined;
+    const sandboxReady = this.prepareSandbox(input.context, session, contextIndex);
+    sandboxReady.catch(() => {}); // awaited below; a failure surfaces there
     try {
-      const contextName = await this.loadContext(sandbox, input.context, session);
       const messages: ChatMessage[] = [
         { role: 'system', content: this.systemPrompt() },
-        { role: 'user', content: this.contextMessage(input.context, contextName, session) },
+        { role: 'user', content: this.contextMessage(input.context, contextIndex, session) },
       ];
       const trajectory: IterationRecord[] = [];
       let consecutiveErrors = 0;
@@ -117,8 +119,9 @@ export class Run {
         const parsed = parseReply(reply);
         const codeBlocks: CodeBlockRecord[] = [];
         let final: { answer: string; source: 'code' | 'text' } | undefined;
+        const sandbox = parsed.blocks.length > 0 || parsed.textFinal ? await sandboxReady : undefined;
         for (const [blockIndex, block] of parsed.blocks.entries()) {
-          const record = await this.runBlock(sandbox, block, index, blockIndex, signal);
+          const record = await this.runBlock(sandbox!, block, index, blockIndex, signal);
           codeBlocks.push(record);
           if (record.result.final !== undefined) {
             final = { answer: record.result.final, source: 'code' };
@@ -126,7 +129,7 @@ export class Run {
           }
         }
         if (!final && parsed.textFinal) {
-          const accepted = await this.acceptTextFinal(sandbox, parsed, signal);
+          const accepted = await this.acceptTextFinal(sandbox!, parsed, signal);
           if ('answer' in accepted) final = { answer: accepted.answer, source: 'text' };
           else notes.push(accepted.note);
         }
@@ -184,8 +187,22 @@ export class Run {
     } catch (error) {
       throw this.explain(error);
     } finally {
-      if (!session) await sandbox.dispose();
+      if (!session) await sandboxReady.then((sandbox) => sandbox.dispose(), () => {});
     }
+  }
+
+  /** Creates (or reuses, in a session) the sandbox and loads the context into it. */
+  private async prepareSandbox(context: unknown, session: SessionState | undefined, contextIndex: number | undefined): Promise<Sandbox> {
+    const sandbox = session?.sandbox ?? (await this.createSandbox());
+    if (session) session.sandbox = sandbox;
+    try {
+      if (!contextIndex) await sandbox.setContext(context ?? '');
+      if (contextIndex !== undefined) await sandbox.setContext(context ?? '', `context_${contextIndex}`);
+    } catch (error) {
+      if (!session) await sandbox.dispose();
+      throw error;
+    }
+    return sandbox;
   }
 
   // ---- sandbox -----------------------------------------------------------------------------------
@@ -210,21 +227,6 @@ export class Run {
       throw error;
     }
     return sandbox;
-  }
-
-  private async loadContext(sandbox: Sandbox, context: unknown, session: SessionState | undefined): Promise<string> {
-    if (!session || session.contexts === 0) {
-      await sandbox.setContext(context ?? '');
-      if (session) {
-        await sandbox.setContext(context ?? '', 'context_0');
-        session.contexts = 1;
-        return 'context_0';
-      }
-      return 'context';
-    }
-    const name = `context_${session.contexts++}`;
-    await sandbox.setContext(context ?? '', name);
-    return name;
   }
 
   private async runBlock(sandbox: Sandbox, block: CodeBlock, iteration: number, blockIndex: number, signal: AbortSignal): Promise<CodeBlockRecord> {
@@ -347,10 +349,13 @@ export class Run {
     });
   }
 
-  private contextMessage(context: unknown, contextName: string, session: SessionState | undefined): string {
+  private contextMessage(context: unknown, contextIndex: number | undefined, session: SessionState | undefined): string {
     const parts = [describeContext(context)];
-    if (session && contextName !== 'context_0') {
-      parts.push(`This is turn ${session.contexts} of a conversation: this turn's input is \`${contextName}\`; earlier inputs are context_0 to context_${session.contexts - 2}, and earlier conversations are history_0 to history_${session.histories - 1}.`);
+    if (session && contextIndex) {
+      parts.push(
+        `This is turn ${contextIndex + 1} of a conversation: this turn's input is \`context_${contextIndex}\`; earlier inputs are context_0 to context_${contextIndex - 1}` +
+          (session.histories > 0 ? `, and earlier conversations are history_0 to history_${session.histories - 1}.` : '.'),
+      );
     }
     if (this.depth > 0) parts.push('You are a child run: `context` holds the task you must complete. Answer it with FINAL.');
     return parts.join('\n');

@@ -7,8 +7,15 @@ import { WorkerProcess } from './worker-process.js';
  */
 export class WorkerPool {
   private readonly spares: WorkerProcess[] = [];
+  private refillScheduled = false;
 
-  constructor(private readonly spareCount: number) {}
+  constructor(private spareCount: number) {}
+
+  /** Keeps at least `count` spares from now on (a run that will start child sandboxes asks for more). */
+  reserve(count: number): void {
+    this.spareCount = Math.max(this.spareCount, count);
+    this.refillSoon();
+  }
 
   /** A worker that is ready or starting; a replacement starts in the background. */
   take(): WorkerProcess {
@@ -16,7 +23,7 @@ export class WorkerPool {
     while ((worker = this.spares.shift()) && !worker.alive) {
       // a spare that died while waiting (killed from outside): skip it
     }
-    this.refill();
+    this.refillSoon();
     return worker ?? new WorkerProcess();
   }
 
@@ -29,6 +36,17 @@ export class WorkerPool {
   async warm(): Promise<void> {
     this.refill();
     await Promise.all(this.spares.map((worker) => worker.whenReady()));
+  }
+
+  // Spawning a process costs several milliseconds of this thread's time: do it after the caller's
+  // current work (its first model request, say) is under way.
+  private refillSoon(): void {
+    if (this.refillScheduled) return;
+    this.refillScheduled = true;
+    setImmediate(() => {
+      this.refillScheduled = false;
+      this.refill();
+    }).unref();
   }
 
   /** Stops the spares (tests and benchmarks use this to measure cold starts). */

@@ -90,7 +90,8 @@ export class Sandbox {
    * Starts a spare worker process ahead of time so the next `create()` takes a few milliseconds
    * instead of the few hundred a cold start costs. Spares never keep the process alive.
    */
-  static prewarm(): Promise<void> {
+  static prewarm(count = 1): Promise<void> {
+    workerPool.reserve(count);
     return workerPool.warm();
   }
 
