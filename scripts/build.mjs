@@ -42,7 +42,7 @@ await build({
   entryPoints: {
     index: join(root, 'src/index.ts'),
     testing: join(root, 'src/testing.ts'),
-    cli: join(root, 'src/cli/main.ts'),
+    cli: join(root, 'src/cli/bin.ts'),
   },
   outdir: dist,
   splitting: true,

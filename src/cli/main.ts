@@ -1,14 +1,113 @@
-const USAGE = `rlm: answer questions about inputs far larger than a model's context window
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RlmError } from '../errors.js';
+import { packageRoot } from '../paths.js';
+import { DEFAULT_MODEL, runCommand, type CommandIo, type RunFlags } from './run-command.js';
+import { EXIT, UsageError } from './usage-error.js';
 
-Usage:
-  rlm run --context <file> "question"
+const RUN_EXAMPLES = `
+Examples:
+  $ rlm run --context report.txt "What are the three biggest risks?"
+  $ rlm run --context logs/ --model gpt-5 --sub-model gpt-5-mini "Which service failed first, and why?"
+  $ cat big.jsonl | rlm run --context - --json "How many records mention refunds?"
+  $ rlm run --context a.txt --context b.txt --max-budget 0.50 "Compare the two contracts."
+  $ rlm run --base-url http://localhost:11434/v1 --model llama3.1 --context notes.md "Summarize"
 
-The run command is not available yet in this version; the sandbox runtime is.
-`;
+Context files: a text file becomes a string, .json is parsed, .jsonl becomes an array of records,
+a folder becomes an array of { path, content }, and - reads standard input. Several --context
+flags make an array.
 
-export function main(argv: string[]): number {
-  process.stdout.write(USAGE);
-  return argv.includes('--help') || argv.includes('-h') || argv.length === 0 ? 0 : 2;
+Environment: OPENAI_API_KEY, OPENAI_BASE_URL, RLM_MODEL, RLM_SUB_MODEL (flags win).
+Exit codes: 0 answer, 1 run failed or hit a limit (partial answer printed), 2 usage or
+configuration error, 130 interrupted.`;
+
+function number(kind: 'integer' | 'positive') {
+  return (value: string) => {
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed <= 0 || (kind === 'integer' && !Number.isInteger(parsed))) {
+      throw new InvalidArgumentError(kind === 'integer' ? 'expected a whole number greater than 0.' : 'expected a number greater than 0.');
+    }
+    return parsed;
+  };
 }
 
-process.exitCode = main(process.argv.slice(2));
+const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
+
+export function buildProgram(io: CommandIo, setExitCode: (code: number) => void): Command {
+  const program = new Command('rlm')
+    .description("Answer questions about inputs far larger than a model's context window.\nThe model explores the input by writing JavaScript in a sandboxed REPL.")
+    .version(version(), '-V, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
+    .exitOverride();
+
+  program
+    .command('run')
+    .description('answer a question about one or more context files')
+    .argument('[question]', 'the question to answer (or use --query)')
+    .option('-c, --context <path|->', 'input file, folder, or - for stdin (repeatable)', collect)
+    .option('-q, --query <question>', 'the question (instead of the positional argument)')
+    .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULT_MODEL})`))
+    .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'))
+    .option('--base-url <url>', 'OpenAI-compatible endpoint (default: OPENAI_BASE_URL or OpenAI)')
+    .option('--api-key <key>', 'API key (default: OPENAI_API_KEY; not needed for a server on localhost)')
+    .option('--max-iterations <n>', 'root-model turns before the answer is forced (default: 30)', number('integer'))
+    .option('--max-depth <n>', '1: no recursion; 2: rlm_query starts child RLMs (default: 1)', number('integer'))
+    .option('--max-concurrency <n>', 'sub-model requests in flight at once (default: 16)', number('integer'))
+    .option('--max-budget <usd>', 'stop when the run has cost this much', number('positive'))
+    .option('--max-time <seconds>', 'stop the run after this long', number('positive'))
+    .option('--block-timeout <seconds>', 'computation time one code block may use (default: 60)', number('positive'))
+    .option('--memory-limit <mb>', 'sandbox heap limit (default: 1024)', number('integer'))
+    .option('--setup <file>', 'setup file with tools or sandbox code (repeatable)', collect)
+    .option('--system-prompt <file>', 'replace the built-in system prompt')
+    .option('--log-dir <dir>', 'write a JSONL trajectory of the run into this folder')
+    .option('--json', 'print one JSON object: response, usage, costUsd, iterations, durationMs, forced, logPath')
+    .option('--quiet', 'no progress output on stderr')
+    .option('--verbose', 'also show the model replies and block outputs on stderr')
+    .addHelpText('after', RUN_EXAMPLES)
+    .action(async (question: string | undefined, flags: RunFlags) => {
+      setExitCode(await runCommand(question, flags, io));
+    });
+
+  program.addHelpText(
+    'after',
+    `
+Quick start:
+  $ export OPENAI_API_KEY=sk-...
+  $ rlm run --context big.txt "What is this document about?"
+
+Run "rlm run --help" for every option.`,
+  );
+  return program;
+}
+
+/** Runs the CLI and returns its exit code. */
+export async function main(argv: string[], io: CommandIo): Promise<number> {
+  let exitCode: number = EXIT.ok;
+  const program = buildProgram(io, (code) => {
+    exitCode = code;
+  });
+  try {
+    if (argv.length === 0) {
+      program.outputHelp();
+      return EXIT.ok;
+    }
+    await program.parseAsync(argv, { from: 'user' });
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof UsageError || (error instanceof RlmError && (error.code === 'configuration_error' || error.code === 'missing_api_key'))) {
+      io.stderr.write(`rlm: ${error.message}\n`);
+      return EXIT.usage;
+    }
+    io.stderr.write(`rlm: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT.failed;
+  }
+}
+
+function version(): string {
+  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+}

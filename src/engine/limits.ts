@@ -79,16 +79,19 @@ export class TreeBudget {
     this.callsStarted++;
   }
 
-  /** Throws (and stops the tree) if the usage so far breaks a limit. */
+  /**
+   * Stops the tree if the usage so far breaks a limit. It does not throw: the reply that crossed
+   * the limit still reaches its caller (it may be the best partial answer); what runs next sees
+   * the aborted signal.
+   */
   afterCall(): void {
     const summary = this.usage.summary();
     const { maxTokens, maxBudgetUsd } = this.limits;
     const tokens = summary.inputTokens + summary.outputTokens;
     if (maxTokens !== undefined && tokens > maxTokens) {
-      this.fail(new RunLimitError('max_tokens', `Token limit reached: ${tokens.toLocaleString('en-US')} tokens used, the limit is ${maxTokens.toLocaleString('en-US')}.`));
-    }
-    if (maxBudgetUsd !== undefined && summary.costUsd > maxBudgetUsd) {
-      this.fail(new RunLimitError('max_budget', `Budget reached: $${summary.costUsd.toFixed(4)} spent, the budget is $${maxBudgetUsd.toFixed(4)}.`));
+      this.stop(new RunLimitError('max_tokens', `Token limit reached: ${tokens.toLocaleString('en-US')} tokens used, the limit is ${maxTokens.toLocaleString('en-US')}.`));
+    } else if (maxBudgetUsd !== undefined && summary.costUsd > maxBudgetUsd) {
+      this.stop(new RunLimitError('max_budget', `Budget reached: $${summary.costUsd.toFixed(4)} spent, the budget is $${maxBudgetUsd.toFixed(4)}.`));
     }
   }
 

@@ -115,6 +115,7 @@ export class Run {
         notes = [];
         const reply = (await rootCalls.chat({ model: this.rootModel, messages: prompt, signal })).content ?? '';
         if (reply.trim()) this.bestPartial = reply;
+        signal.throwIfAborted(); // a limit crossed by this very call
 
         const parsed = parseReply(reply);
         const codeBlocks: CodeBlockRecord[] = [];

@@ -1,0 +1,172 @@
+import type { RlmEvent } from '../engine/events.js';
+import type { PriceTable } from '../lm/prices.js';
+import { UsageTracker } from '../lm/usage.js';
+
+export type ProgressMode = 'live' | 'lines' | 'quiet';
+
+interface Output {
+  write(text: string): void;
+  columns?: number;
+}
+
+/**
+ * Shows a run's progress on stderr. `live` (a terminal) redraws one status line: iteration,
+ * running block, sub-calls in flight and done, tokens, cost, elapsed time. `lines` (a pipe or a
+ * log file) prints one plain line per step. `quiet` prints nothing. `verbose` adds the root
+ * model's replies and each block's output.
+ */
+export class ProgressView {
+  private readonly usage: UsageTracker;
+  private readonly started = Date.now();
+  private iteration = 0;
+  private maxIterations = 0;
+  private block: { iteration: number; index: number; started: number } | undefined;
+  private subcallsRunning = 0;
+  private subcallsDone = 0;
+  private childrenRunning = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private statusShown = false;
+
+  constructor(
+    private readonly mode: ProgressMode,
+    private readonly output: Output,
+    prices: PriceTable,
+    private readonly verbose = false,
+  ) {
+    this.usage = new UsageTracker(prices);
+    if (mode === 'live') {
+      this.timer = setInterval(() => this.redraw(), 250);
+      this.timer.unref();
+    }
+  }
+
+  handle(event: RlmEvent): void {
+    switch (event.type) {
+      case 'run-start':
+        if (event.depth === 0) this.line(`rlm: ${event.model}${event.query ? ` · ${truncate(event.query, 80)}` : ''}`);
+        break;
+      case 'iteration-start':
+        if (event.depth !== 0) break;
+        this.iteration = event.iteration;
+        this.maxIterations = event.maxIterations;
+        if (this.mode === 'lines') this.line(`iteration ${event.iteration}/${event.maxIterations}`);
+        break;
+      case 'llm-call-start':
+        if (event.purpose === 'sub') this.subcallsRunning++;
+        break;
+      case 'llm-call-end':
+        if (event.purpose === 'sub') {
+          this.subcallsRunning--;
+          this.subcallsDone++;
+        }
+        if (event.response) this.usage.record(event.model, event.response.usage);
+        if (event.purpose === 'root' && event.depth === 0 && this.verbose && event.response?.content) {
+          this.line(`--- reply (iteration ${this.iteration}) ---\n${event.response.content.trimEnd()}`);
+        }
+        break;
+      case 'code-start':
+        if (event.depth === 0) this.block = { iteration: event.iteration, index: event.block + 1, started: Date.now() };
+        break;
+      case 'code-end':
+        if (event.depth !== 0) break;
+        if (this.mode === 'lines' || this.verbose || event.result.error) {
+          const outcome = event.result.error ? `${event.result.error.name}: ${truncate(event.result.error.message, 120)}` : 'ok';
+          this.line(`  block ${event.block + 1}: ${outcome} (${seconds(event.result.durationMs)})`);
+        }
+        if (this.verbose && event.result.stdout) this.line(indent(clip(event.result.stdout.trimEnd(), 2_000)));
+        this.block = undefined;
+        break;
+      case 'subcall-start':
+        this.childrenRunning++;
+        break;
+      case 'subcall-end':
+        this.childrenRunning--;
+        break;
+      case 'tool-call-end':
+        if (this.verbose) this.line(`  tool ${event.toolName}: ${event.error ? `error: ${event.error}` : truncate(event.result ?? '', 200)}`);
+        break;
+      case 'final':
+        if (event.depth === 0) this.line(`final answer (${event.source === 'forced' ? 'forced at the iteration limit' : `from ${event.source}`})`);
+        break;
+      case 'run-end':
+        if (event.depth === 0) {
+          this.stop();
+          this.line(this.summary());
+        }
+        break;
+      default:
+        break;
+    }
+    if (this.mode === 'live') this.redraw();
+  }
+
+  /** Clears the status line; call before printing anything else to the terminal. */
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    this.clearStatus();
+  }
+
+  private summary(): string {
+    const usage = this.usage.summary();
+    return `done in ${seconds(Date.now() - this.started)} · ${usage.calls} model calls · ${formatTokens(usage.inputTokens + usage.outputTokens)} tokens · ${formatCost(usage.costUsd, usage.costComplete)}`;
+  }
+
+  private status(): string {
+    const usage = this.usage.summary();
+    const parts = [`iteration ${this.iteration}/${this.maxIterations}`];
+    if (this.block) parts.push(`block ${this.block.index} running ${seconds(Date.now() - this.block.started)}`);
+    parts.push(`sub-calls ${this.subcallsRunning} running, ${this.subcallsDone} done`);
+    if (this.childrenRunning > 0) parts.push(`${this.childrenRunning} child runs`);
+    parts.push(`${formatTokens(usage.inputTokens + usage.outputTokens)} tokens`, formatCost(usage.costUsd, usage.costComplete), seconds(Date.now() - this.started));
+    return parts.join(' · ');
+  }
+
+  private line(text: string): void {
+    if (this.mode === 'quiet') return;
+    this.clearStatus();
+    this.output.write(`${text}\n`);
+  }
+
+  private redraw(): void {
+    if (this.mode !== 'live' || this.iteration === 0 || this.timer === undefined) return;
+    const width = Math.max(20, (this.output.columns ?? 100) - 1);
+    this.output.write(`\r\x1b[2K${truncate(this.status(), width)}`);
+    this.statusShown = true;
+  }
+
+  private clearStatus(): void {
+    if (this.statusShown) this.output.write('\r\x1b[2K');
+    this.statusShown = false;
+  }
+}
+
+function truncate(text: string, length: number): string {
+  const single = text.replace(/\s*\n\s*/g, ' ');
+  return single.length > length ? `${single.slice(0, length - 1)}…` : single;
+}
+
+function clip(text: string, length: number): string {
+  return text.length > length ? `${text.slice(0, length)}\n… (${text.length - length} more characters)` : text;
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)}s`;
+}
+
+function formatTokens(count: number): string {
+  if (count >= 1_000_000) return `${(count / 1_000_000).toFixed(1)}M`;
+  if (count >= 1_000) return `${(count / 1_000).toFixed(1)}k`;
+  return String(count);
+}
+
+function formatCost(usd: number, complete: boolean): string {
+  return `$${usd.toFixed(usd < 1 ? 4 : 2)}${complete ? '' : ' (some models unpriced)'}`;
+}

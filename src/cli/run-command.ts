@@ -1,0 +1,152 @@
+import { readFileSync } from 'node:fs';
+import { RLM, type RLMOptions } from '../engine/rlm.js';
+import { RunLimitError } from '../engine/limits.js';
+import type { RlmResult } from '../engine/events.js';
+import { RlmError } from '../errors.js';
+import { DEFAULT_PRICES } from '../lm/prices.js';
+import { loadContexts } from './contexts.js';
+import { ProgressView, type ProgressMode } from './progress.js';
+import { EXIT, UsageError } from './usage-error.js';
+
+/** The flags of `rlm run`, as commander parses them. */
+export interface RunFlags {
+  context?: string[];
+  query?: string;
+  model?: string;
+  subModel?: string;
+  baseUrl?: string;
+  apiKey?: string;
+  maxIterations?: number;
+  maxDepth?: number;
+  maxConcurrency?: number;
+  maxBudget?: number;
+  maxTime?: number;
+  blockTimeout?: number;
+  memoryLimit?: number;
+  setup?: string[];
+  systemPrompt?: string;
+  logDir?: string;
+  json?: boolean;
+  quiet?: boolean;
+  verbose?: boolean;
+}
+
+export interface CommandIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
+  env: NodeJS.ProcessEnv;
+  readStdin: () => Promise<string>;
+  /** Aborted on Ctrl-C. */
+  interrupt: AbortSignal;
+}
+
+export const DEFAULT_MODEL = 'gpt-5-mini';
+
+/** `rlm run`: answers one query and returns the exit code. */
+export async function runCommand(positionalQuery: string | undefined, flags: RunFlags, io: CommandIo): Promise<number> {
+  const query = flags.query ?? positionalQuery;
+  const contexts = flags.context ?? [];
+  if (contexts.length === 0) throw new UsageError('Give the input with --context <file|folder|->, e.g. rlm run --context report.txt "What changed?"');
+  if (query !== undefined && query.trim() === '') throw new UsageError('The question is empty: pass it as the last argument or with --query.');
+
+  const options = buildOptions(flags, io.env);
+  const rlm = new RLM(options);
+  const context = await loadContexts(contexts, io.readStdin);
+
+  const mode: ProgressMode = flags.quiet ? 'quiet' : io.stderr.isTTY ? 'live' : 'lines';
+  const progress = new ProgressView(mode, io.stderr, { ...DEFAULT_PRICES }, Boolean(flags.verbose) && !flags.quiet);
+  let result: RlmResult | undefined;
+  try {
+    for await (const event of rlm.stream({ context, query, signal: io.interrupt })) {
+      progress.handle(event);
+      if (event.type === 'run-end') result = event.result;
+    }
+  } catch (error) {
+    progress.stop();
+    if (io.interrupt.aborted) {
+      io.stderr.write('rlm: interrupted; sandboxes stopped and the log is complete up to the last iteration.\n');
+      return EXIT.interrupted;
+    }
+    return reportFailure(error, flags, io);
+  }
+  progress.stop();
+  if (!result) throw new Error('the run ended without a result');
+  if (flags.json) {
+    io.stdout.write(`${JSON.stringify(resultJson(result), null, 2)}\n`);
+  } else {
+    io.stdout.write(result.response.endsWith('\n') ? result.response : `${result.response}\n`);
+  }
+  return EXIT.ok;
+}
+
+function buildOptions(flags: RunFlags, env: NodeJS.ProcessEnv): RLMOptions {
+  const model = flags.model ?? env.RLM_MODEL ?? DEFAULT_MODEL;
+  const subModel = flags.subModel ?? env.RLM_SUB_MODEL;
+  const baseURL = flags.baseUrl ?? env.OPENAI_BASE_URL;
+  const apiKey = flags.apiKey ?? env.OPENAI_API_KEY;
+  const sandbox = {
+    ...(flags.blockTimeout !== undefined && { blockTimeoutMs: Math.round(flags.blockTimeout * 1000) }),
+    ...(flags.memoryLimit !== undefined && { memoryLimitMb: flags.memoryLimit }),
+  };
+  return {
+    model,
+    ...(subModel && { subModel }),
+    ...(baseURL && { baseURL }),
+    ...(apiKey && { apiKey }),
+    ...(flags.maxIterations !== undefined && { maxIterations: flags.maxIterations }),
+    ...(flags.maxDepth !== undefined && { maxDepth: flags.maxDepth }),
+    ...(flags.maxConcurrency !== undefined && { maxConcurrency: flags.maxConcurrency }),
+    ...(flags.maxBudget !== undefined && { maxBudgetUsd: flags.maxBudget }),
+    ...(flags.maxTime !== undefined && { maxTimeMs: Math.round(flags.maxTime * 1000) }),
+    sandbox,
+    ...(flags.setup && { setupCode: flags.setup.map((file) => ({ file })) }),
+    ...(flags.systemPrompt && { systemPrompt: readPromptFile(flags.systemPrompt) }),
+    ...(flags.logDir && { logDir: flags.logDir }),
+  };
+}
+
+function readPromptFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`Cannot read --system-prompt file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/** A run that failed or hit a limit: the partial answer (if any) on stdout, flagged; exit 1. */
+function reportFailure(error: unknown, flags: RunFlags, io: CommandIo): number {
+  if (error instanceof RlmError && error.code === 'configuration_error') throw new UsageError(error.message);
+  const message = error instanceof Error ? error.message : String(error);
+  const partial = error instanceof RunLimitError ? error.partialAnswer : undefined;
+  if (flags.json) {
+    io.stdout.write(
+      `${JSON.stringify(
+        {
+          error: { name: (error as Error)?.name ?? 'Error', code: (error as RlmError)?.code, message },
+          partialAnswer: partial ?? null,
+          usage: error instanceof RunLimitError ? error.usage?.byModel ?? {} : {},
+          costUsd: error instanceof RunLimitError ? error.usage?.costUsd ?? 0 : 0,
+        },
+        null,
+        2,
+      )}\n`,
+    );
+  } else if (partial) {
+    io.stdout.write(`${partial.trimEnd()}\n`);
+  }
+  io.stderr.write(`rlm: the run stopped: ${message}${partial ? '\nrlm: the answer above is partial (the best reply so far).' : ''}\n`);
+  return EXIT.failed;
+}
+
+function resultJson(result: RlmResult) {
+  return {
+    response: result.response,
+    usage: result.usage.byModel,
+    costUsd: result.usage.costUsd,
+    costComplete: result.usage.costComplete,
+    iterations: result.iterations,
+    durationMs: Math.round(result.durationMs),
+    forced: result.forced,
+    logPath: result.logPath ?? null,
+  };
+}

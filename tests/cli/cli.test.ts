@@ -1,0 +1,208 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/paths.js';
+import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
+
+const BIN = join(packageRoot(), 'bin', 'rlm.js');
+const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
+const repl = (code: string) => '```repl\n' + code + '\n```';
+
+/** Root model "root" runs `code` once, then answers with FINAL from what it printed. Sub-model "sub" echoes. */
+let rootScript: (request: FakeRequest) => FakeReply = () => 'FINAL(unused)';
+let server: FakeOpenAIServer;
+beforeAll(async () => {
+  server = await startFakeOpenAIServer({
+    reply: (request) => (request.body.model === 'sub' ? { content: `sub:${JSON.stringify(request.body.messages).length}` } : rootScript(request)),
+  });
+});
+afterAll(() => server.close());
+
+function codeThenFinal(code: string): (request: FakeRequest) => FakeReply {
+  return (request) => {
+    const messages = request.body.messages as { content: string }[];
+    const output = messages.find((message) => String(message.content).startsWith('Code executed'));
+    if (!output) return repl(code);
+    return `FINAL(${String(output.content).split('REPL output:\n')[1]!.split('\n')[0]})`;
+  };
+}
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function rlm(args: string[], options: { stdin?: string; env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const env = { PATH: process.env.PATH ?? '', HOME: folder, ...options.env };
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      options.onStderr?.(stderr, child);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+const base = () => ['run', '--base-url', server.baseURL, '--model', 'root', '--sub-model', 'sub'];
+const textFile = (name: string, content: string) => {
+  const path = join(folder, name);
+  writeFileSync(path, content);
+  return path;
+};
+
+describe('rlm run', () => {
+  it('prints only the answer on stdout and progress on stderr', async () => {
+    rootScript = codeThenFinal('print(context.length + "-chars")');
+    const result = await rlm([...base(), '--context', textFile('a.txt', 'hello world'), 'How long is it?']);
+    expect(result).toMatchObject({ code: 0, stdout: '11-chars\n' });
+    expect(result.stderr).toContain('iteration 1/30');
+  });
+
+  it('prints one JSON object with --json', async () => {
+    rootScript = codeThenFinal('print("json-answer")');
+    const result = await rlm([...base(), '--context', textFile('b.txt', 'x'), '--json', '--query', 'q', '--log-dir', join(folder, 'logs')]);
+    expect(result.code).toBe(0);
+    const output = JSON.parse(result.stdout);
+    expect(Object.keys(output)).toEqual(expect.arrayContaining(['response', 'usage', 'costUsd', 'iterations', 'durationMs', 'forced', 'logPath']));
+    expect(output).toMatchObject({ response: 'json-answer', iterations: 2, forced: false, usage: { root: { calls: 2 } } });
+    expect(readFileSync(output.logPath, 'utf8').split('\n')[0]).toContain('"type":"metadata"');
+  });
+
+  it('prints nothing on stderr with --quiet', async () => {
+    rootScript = codeThenFinal('print("quiet")');
+    const result = await rlm([...base(), '--context', textFile('c.txt', 'x'), '--quiet', 'q']);
+    expect(result).toMatchObject({ code: 0, stdout: 'quiet\n', stderr: '' });
+  });
+
+  it('reads the context from stdin, folders, .json, .jsonl and several --context flags', async () => {
+    rootScript = codeThenFinal('print(JSON.stringify(context))');
+    const stdin = await rlm([...base(), '--context', '-', 'q'], { stdin: 'from stdin' });
+    expect(stdin.stdout).toBe('from stdin\n');
+
+    const dir = join(folder, 'docs');
+    mkdirSync(join(dir, 'sub'), { recursive: true });
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    writeFileSync(join(dir, 'one.md'), 'first');
+    writeFileSync(join(dir, 'sub', 'two.txt'), 'second');
+    writeFileSync(join(dir, 'node_modules', 'skip.js'), 'skipped');
+    writeFileSync(join(dir, 'image.bin'), Buffer.from([0, 1, 2]));
+    const directory = await rlm([...base(), '--context', dir, 'q']);
+    expect(JSON.parse(directory.stdout)).toEqual([{ path: 'one.md', content: 'first' }, { path: join('sub', 'two.txt'), content: 'second' }]);
+
+    const json = textFile('data.json', '{"k": [1, 2]}');
+    const jsonl = textFile('data.jsonl', '{"a": 1}\n\n{"a": 2}\n');
+    const several = await rlm([...base(), '--context', json, '--context', jsonl, 'q']);
+    expect(JSON.parse(several.stdout)).toEqual([{ k: [1, 2] }, [{ a: 1 }, { a: 2 }]]);
+  });
+
+  it('loads a 100 MB context file', async () => {
+    const line = 'All work and no play makes Jack a dull boy. 0123456789\n';
+    const path = textFile('big.txt', line.repeat(Math.ceil(100_000_000 / line.length)));
+    rootScript = codeThenFinal('print(context.length)');
+    const result = await rlm([...base(), '--context', path, '--quiet', 'How long?']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`${Math.ceil(100_000_000 / line.length) * line.length}\n`);
+  });
+});
+
+describe('exit codes and errors', () => {
+  it('exits 2 for an unknown flag', async () => {
+    const result = await rlm(['run', '--no-such-flag']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("unknown option '--no-such-flag'");
+  });
+
+  it('exits 2 for a missing or bad argument, saying what to do', async () => {
+    const noContext = await rlm([...base(), 'q']);
+    expect(noContext.code).toBe(2);
+    expect(noContext.stderr).toContain('Give the input with --context');
+    const missing = await rlm([...base(), '--context', join(folder, 'nope.txt'), 'q']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`Context file not found: ${join(folder, 'nope.txt')}`);
+    const badNumber = await rlm([...base(), '--context', textFile('d.txt', 'x'), '--max-iterations', 'lots', 'q']);
+    expect(badNumber.code).toBe(2);
+    expect(badNumber.stderr).toContain('expected a whole number greater than 0');
+    const badJson = await rlm([...base(), '--context', textFile('bad.json', '{oops'), 'q']);
+    expect(badJson.code).toBe(2);
+    expect(badJson.stderr).toContain('is not valid JSON');
+  });
+
+  it('exits 2 when the API key is missing for a remote server', async () => {
+    const result = await rlm(['run', '--base-url', 'https://api.example.com/v1', '--context', textFile('e.txt', 'x'), 'q']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('OPENAI_API_KEY is not set: pass --api-key');
+  });
+
+  it('exits 2 for an unreadable setup file', async () => {
+    const result = await rlm([...base(), '--context', textFile('f.txt', 'x'), '--setup', join(folder, 'missing-setup.ts'), 'q']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('missing-setup.ts');
+  });
+
+  it('exits 1 and prints the flagged partial answer when a limit stops the run', async () => {
+    rootScript = () => ({ content: 'Partial thoughts so far.\n' + repl('print(1)'), usage: { prompt_tokens: 2_000_000, completion_tokens: 0 } });
+    const result = await rlm(['run', '--base-url', server.baseURL, '--model', 'gpt-4o', '--context', textFile('g.txt', 'x'), '--max-budget', '1', 'q']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('Partial thoughts so far.');
+    expect(result.stderr).toContain('Budget reached');
+    expect(result.stderr).toContain('the answer above is partial');
+  });
+
+  it('exits 1 when the model keeps failing', async () => {
+    rootScript = () => ({ status: 400, error: { message: 'model does not exist' } });
+    const result = await rlm([...base(), '--context', textFile('h.txt', 'x'), '--json', 'q']);
+    expect(result.code).toBe(1);
+    expect(JSON.parse(result.stdout)).toMatchObject({ error: { code: 'model_error' }, partialAnswer: null });
+  });
+
+  it('exits 130 on Ctrl-C during a block, after stopping the sandbox and flushing the log', async () => {
+    const logDir = join(folder, 'interrupted-logs');
+    let sent = false;
+    // The second iteration's block waits on a slow sub-call; Ctrl-C arrives while it runs.
+    rootScript = (request) => {
+      const turns = (request.body.messages as { content: string }[]).filter((message) => String(message.content).startsWith('Code executed')).length;
+      return turns === 0 ? repl('print("step one")') : { content: repl('llm_query("slow")'), delayMs: 0 };
+    };
+    const slow = await startFakeOpenAIServer({
+      reply: (request) => (request.body.model === 'sub' ? { content: 'late', delayMs: 30_000 } : rootScript(request)),
+    });
+    try {
+      const result = await rlm(['run', '--base-url', slow.baseURL, '--model', 'root', '--sub-model', 'sub', '--context', textFile('i.txt', 'x'), '--log-dir', logDir, 'q'], {
+        onStderr: (text, child) => {
+          if (!sent && text.includes('iteration 2/30')) {
+            sent = true;
+            setTimeout(() => child.kill('SIGINT'), 300);
+          }
+        },
+      });
+      expect(result.code).toBe(130);
+      expect(result.stderr).toContain('interrupted');
+      const [log] = readdirSync(logDir);
+      const lines = readFileSync(join(logDir, log!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+      expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration']);
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it('shows help with examples and exits 0', async () => {
+    const top = await rlm(['--help']);
+    expect(top.code).toBe(0);
+    expect(top.stdout).toContain('rlm run --context big.txt');
+    const run = await rlm(['run', '--help']);
+    expect(run.code).toBe(0);
+    for (const flag of ['--context', '--query', '--model', '--sub-model', '--base-url', '--api-key', '--max-iterations', '--max-depth', '--max-concurrency', '--max-budget', '--max-time', '--block-timeout', '--memory-limit', '--setup', '--system-prompt', '--log-dir', '--json', '--quiet', '--verbose']) {
+      expect(run.stdout, flag).toContain(flag);
+    }
+    expect(run.stdout).toContain('Examples:');
+  });
+});
