@@ -389,6 +389,18 @@ export function install(host: HostReference) {
     setGlobal(name: string, value: unknown, format: 'text' | 'json') {
       defineScaffold(name, format === 'json' ? JSONParse(value as string) : value);
     },
+    // Host tools: TOOLS holds their OpenAI schemas (for llm_query's `tools` option), and
+    // tools.NAME(args) calls one and returns its result as a value.
+    setTools(specsJson: string) {
+      const specs = JSONParse(specsJson) as { function: { name: string } }[];
+      const callable: Record<string, (args?: unknown) => unknown> = ObjectCreate(null);
+      for (const spec of specs) {
+        const name = spec.function.name;
+        callable[name] = (args?: unknown) => callHost('tool_call', { name, arguments: args ?? {} });
+      }
+      defineScaffold('TOOLS', ObjectFreeze(specs));
+      defineScaffold('tools', ObjectFreeze(callable));
+    },
     beginBlock(limit: number, wrapperLine: number, columnShiftsJson: string) {
       wrapperFrame = `${BLOCK_FILENAME}:${wrapperLine}:`;
       columnShifts = JSONParse(columnShiftsJson) as [number, number, number][];

@@ -20,4 +20,10 @@ export const DEFAULTS = {
     /** Model calls one tool-calling loop may make before it gives up. */
     maxToolIterations: 10,
   },
+  tools: {
+    /** Parallel tool calls running at once in one executor batch. */
+    maxConcurrency: 10,
+    /** Time one tool call may take, in ms (long-running tools are exempt). */
+    timeoutMs: 30_000,
+  },
 } as const;

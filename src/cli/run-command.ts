@@ -51,6 +51,7 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
 
   const options = buildOptions(flags, io.env);
   const rlm = new RLM(options);
+  await rlm.prepare(); // setup files: a broken one is a usage error, reported before any model call
   const context = await loadContexts(contexts, io.readStdin);
 
   const mode: ProgressMode = flags.quiet ? 'quiet' : io.stderr.isTTY ? 'live' : 'lines';
@@ -99,7 +100,7 @@ function buildOptions(flags: RunFlags, env: NodeJS.ProcessEnv): RLMOptions {
     ...(flags.maxBudget !== undefined && { maxBudgetUsd: flags.maxBudget }),
     ...(flags.maxTime !== undefined && { maxTimeMs: Math.round(flags.maxTime * 1000) }),
     sandbox,
-    ...(flags.setup && { setupCode: flags.setup.map((file) => ({ file })) }),
+    ...(flags.setup && { setup: flags.setup }),
     ...(flags.systemPrompt && { systemPrompt: readPromptFile(flags.systemPrompt) }),
     ...(flags.logDir && { logDir: flags.logDir }),
   };

@@ -10,6 +10,18 @@ export interface CodeBlockRecord {
   result: ExecuteResult;
   /** Sub-calls made while the block ran (llm_query, rlm_query, ...), with child trajectories. */
   subcalls: SubcallRecord[];
+  /** Host tools called while the block ran. */
+  toolCalls: ToolCallRecord[];
+}
+
+/** One host tool call made by model code. */
+export interface ToolCallRecord {
+  name: string;
+  callId: string;
+  success: boolean;
+  result?: unknown;
+  error?: string | undefined;
+  durationMs: number;
 }
 
 /** One llm_query / rlm_query made by model code, as the trajectory log shows it. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { transformSync } from 'esbuild';
 import { z } from 'zod';
@@ -11,6 +12,9 @@ import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
 import { parseOptions } from '../options.js';
 import { workerPool } from '../sandbox/pool.js';
+import type { Tool } from '../tools/define.js';
+import { ToolRegistry } from '../tools/registry.js';
+import { loadSetupFiles } from '../tools/setup-files.js';
 import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
 import { RunLimitError, TreeBudget } from './limits.js';
 import { Run, type RunSettings, type SessionState } from './run.js';
@@ -54,6 +58,10 @@ export interface RLMOptions {
   systemPrompt?: string;
   sandbox?: { memoryLimitMb?: number; blockTimeoutMs?: number; outputLimitChars?: number };
   setupCode?: SetupCode | SetupCode[];
+  /** Host tools model code can call: tools.NAME(args), tool_handler(name, args), llm_query(..., { tools: TOOLS, tool_handler }). */
+  tools?: Tool<never>[];
+  /** Setup files (TypeScript or JavaScript modules) exporting `tools` and/or `sandboxSetup`. */
+  setup?: string[];
   /** Prices (USD per million tokens) added to or replacing the built-in table. */
   prices?: PriceTable;
   /** Write a JSONL trajectory of every run into this folder. */
@@ -89,6 +97,8 @@ const optionsSchema = z.object({
     .object({ memoryLimitMb: positive.optional(), blockTimeoutMs: positive.optional(), outputLimitChars: positive.optional() })
     .default({}),
   setupCode: z.unknown().optional(),
+  tools: z.array(z.custom<Tool<never>>((value) => typeof (value as Tool)?.validate === 'function', 'expected tools made with defineTool()')).optional(),
+  setup: z.array(z.string().min(1)).optional(),
   prices: z.record(z.string(), z.object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).optional(),
   logDir: z.string().min(1).optional(),
   onIteration: z.custom<RLMOptions['onIteration']>((value) => typeof value === 'function', 'expected a function').optional(),
@@ -107,7 +117,8 @@ const optionsSchema = z.object({
 export class RLM {
   private readonly options: RLMOptions;
   private readonly model: LanguageModel;
-  private readonly settings: RunSettings;
+  private readonly settings: Omit<RunSettings, 'tools'>;
+  private prepared: Promise<RunSettings> | undefined;
 
   constructor(options: RLMOptions) {
     const parsed = parseOptions(optionsSchema, options, 'RLM options');
@@ -147,6 +158,19 @@ export class RLM {
     return new RlmSession(this);
   }
 
+  /**
+   * Loads setup files and builds the tool registry (once; later runs reuse it). Called by the first
+   * run; call it yourself to surface setup errors before running.
+   */
+  prepare(): Promise<RunSettings> {
+    this.prepared ??= (async () => {
+      const contribution = await loadSetupFiles(this.options.setup ?? []);
+      const registry = new ToolRegistry([...(this.options.tools ?? []), ...contribution.tools]);
+      return { ...this.settings, tools: registry, setupCode: [...this.settings.setupCode, ...contribution.sandboxSetup] };
+    })();
+    return this.prepared;
+  }
+
   /** @internal */
   startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
     const { context, query, signal } = normalizeInput(input);
@@ -171,21 +195,25 @@ export class RLM {
       guard: budget,
       signal: budget.signal,
     });
-    const tree = {
-      settings: this.settings,
-      budget,
-      emit: (event: RlmEvent) => channel.push(event),
-      onRequest: this.options.onRequest,
-      childQueues: new Map(),
-    };
-    const run = new Run(tree, gateway, 0, this.settings.rootModel, {
-      logger,
-      onIteration: this.options.onIteration,
-      ...(session && { session }),
-    });
     const started = performance.now();
-    void run
-      .execute({ context, query })
+    let runId = randomUUID();
+    void this.prepare()
+      .then((settings) => {
+        const tree = {
+          settings,
+          budget,
+          emit: (event: RlmEvent) => channel.push(event),
+          onRequest: this.options.onRequest,
+          childQueues: new Map(),
+        };
+        const run = new Run(tree, gateway, 0, settings.rootModel, {
+          logger,
+          onIteration: this.options.onIteration,
+          ...(session && { session }),
+        });
+        runId = run.runId;
+        return run.execute({ context, query });
+      })
       .then((outcome) => {
         const result: RlmResult = {
           response: outcome.response,
@@ -194,11 +222,11 @@ export class RLM {
           iterations: outcome.iterations,
           durationMs: performance.now() - started,
           trajectory: outcome.trajectory,
-          runId: run.runId,
+          runId,
           ...(logger && { logPath: logger.path }),
         };
         if (session) session.lastMessages = outcome.messages;
-        channel.push({ type: 'run-end', runId: run.runId, depth: 0, result });
+        channel.push({ type: 'run-end', runId, depth: 0, result });
         channel.close();
       })
       .catch((error: unknown) => {
@@ -206,7 +234,7 @@ export class RLM {
         const described = error instanceof Error ? error : new Error(String(error));
         channel.push({
           type: 'error',
-          runId: run.runId,
+          runId,
           depth: 0,
           error: { name: described.name, message: described.message, ...('code' in described && { code: String(described.code) }) },
         });

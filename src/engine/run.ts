@@ -5,7 +5,10 @@ import type { ModelGateway, ModelCallEvent } from '../lm/gateway.js';
 import type { ChatMessage, ChatRequest, ChatResponse } from '../lm/types.js';
 import type { HostCall } from '../sandbox/protocol.js';
 import { Sandbox, type ExecuteResult, type SandboxOptions } from '../sandbox/sandbox.js';
-import type { CodeBlockRecord, IterationRecord, RlmEvent, SubcallRecord } from './events.js';
+import { toolOutputText } from '../lm/tool-text.js';
+import { ToolExecutor } from '../tools/executor.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import type { CodeBlockRecord, IterationRecord, RlmEvent, SubcallRecord, ToolCallRecord } from './events.js';
 import { routeHostCalls } from './host-calls.js';
 import { RunLimitError, type TreeBudget } from './limits.js';
 import { LlmQueries } from './llm-queries.js';
@@ -25,6 +28,8 @@ export interface RunSettings {
   systemPrompt: string | undefined;
   sandbox: Omit<SandboxOptions, 'onHostCall'>;
   setupCode: string[];
+  /** Host tools for model code (shared by child runs). */
+  tools: ToolRegistry;
   /** Characters one block's output may take in the next prompt. */
   outputLimitChars: number;
 }
@@ -70,6 +75,8 @@ export class Run {
   private readonly gateway: ModelGateway;
   private bestPartial: string | undefined;
   private currentSubcalls: SubcallRecord[] = [];
+  private currentToolCalls: ToolCallRecord[] = [];
+  private readonly toolExecutor: ToolExecutor;
   private codeHasRun = false;
 
   constructor(
@@ -85,6 +92,25 @@ export class Run {
     } = {},
   ) {
     this.gateway = gateway.with({ onEvent: (event) => this.onModelCall(event) });
+    this.toolExecutor = new ToolExecutor(tree.settings.tools, {
+      onToolStart: (toolName, callId, args) => this.emit({ type: 'tool-call-start', callId, toolName, arguments: args }),
+      onToolEnd: (result) => {
+        this.currentToolCalls.push({
+          name: result.toolName,
+          callId: result.callId,
+          success: result.success,
+          ...(result.success ? { result: result.result } : { error: result.error }),
+          durationMs: result.durationMs,
+        });
+        this.emit({
+          type: 'tool-call-end',
+          callId: result.callId,
+          toolName: result.toolName,
+          durationMs: result.durationMs,
+          ...(result.success ? { result: toolOutputText(result.result) } : { error: result.error }),
+        });
+      },
+    });
   }
 
   async execute(input: RunInput): Promise<RunOutcome> {
@@ -219,9 +245,11 @@ export class Run {
       onHostCall: routeHostCalls({
         queries,
         ...(this.depth + 1 < this.tree.settings.maxDepth && { rlmQuery: (call, signal) => this.startChildren(call, signal) }),
+        ...(this.tree.settings.tools.size > 0 && { toolCall: (call, signal) => this.callTool(call, signal) }),
       }),
     });
     try {
+      if (this.tree.settings.tools.size > 0) await sandbox.setTools(this.tree.settings.tools.definitions());
       for (const code of this.tree.settings.setupCode) await sandbox.addSetupCode(code);
     } catch (error) {
       await sandbox.dispose();
@@ -233,7 +261,9 @@ export class Run {
   private async runBlock(sandbox: Sandbox, block: CodeBlock, iteration: number, blockIndex: number, signal: AbortSignal): Promise<CodeBlockRecord> {
     this.emit({ type: 'code-start', iteration, block: blockIndex, code: block.code, language: block.language });
     this.currentSubcalls = [];
+    this.currentToolCalls = [];
     const subcalls = this.currentSubcalls;
+    const toolCalls = this.currentToolCalls;
     let result: ExecuteResult;
     const compiled = block.language === 'ts' ? transpile(block.code) : { code: block.code };
     if ('error' in compiled) {
@@ -243,7 +273,7 @@ export class Run {
       this.codeHasRun = true;
     }
     this.emit({ type: 'code-end', iteration, block: blockIndex, result });
-    return { code: block.code, language: block.language, result, subcalls };
+    return { code: block.code, language: block.language, result, subcalls, toolCalls };
   }
 
   /**
@@ -266,6 +296,13 @@ export class Run {
     const lookup = await sandbox.execute(`FINAL_VAR(${JSON.stringify(final.name)})`, { signal });
     if (lookup.final !== undefined) return { answer: lookup.final };
     return { note: lookup.stdout.trim() || lookup.error?.message || `FINAL_VAR(${final.name}) found no variable.` };
+  }
+
+  /** A host tool called from model code; a failed call becomes an error the code can catch. */
+  private async callTool(call: Extract<HostCall, { kind: 'tool_call' }>, signal: AbortSignal): Promise<unknown> {
+    const result = await this.toolExecutor.executeOne({ name: call.name, arguments: call.arguments }, { signal, invocationId: this.runId });
+    if (!result.success) throw new ToolCallError(result.error ?? `${call.name} failed`);
+    return result.result;
   }
 
   // ---- recursion ---------------------------------------------------------------------------------
@@ -346,7 +383,7 @@ export class Run {
       recursion_note: canRecurse
         ? 'Child runs cost more than llm_query: use them for real subtasks.'
         : 'Recursion is not available at this depth: it behaves like `llm_query`.',
-      tools_section: '',
+      tools_section: toolsSection(settings.tools),
     });
   }
 
@@ -391,6 +428,22 @@ export class Run {
     if (reason instanceof RunLimitError && reason.partialAnswer === undefined) reason.partialAnswer = this.bestPartial;
     return reason;
   }
+}
+
+class ToolCallError extends Error {
+  override name = 'ToolError';
+}
+
+function toolsSection(tools: ToolRegistry): string {
+  if (tools.size === 0) return '';
+  const lines = tools.names().map((name) => {
+    const tool = tools.get(name)!;
+    return `- \`tools.${name}(args)\`: ${tool.description}\n  Parameters (JSON Schema): ${JSON.stringify(tool.parametersSchema)}`;
+  });
+  return [
+    '10. Host tools. Call them as `tools.NAME(args)` (returns the result as a value) or `tool_handler("NAME", args)` (returns it as a string; objects as JSON). `TOOLS` holds their schemas: pass `{ tools: TOOLS, tool_handler }` to `llm_query` to let a sub-model call them. A failed call throws an error you can catch. Prefer tools over sub-models for anything they can compute.',
+    ...lines,
+  ].join('\n');
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

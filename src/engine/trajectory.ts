@@ -72,6 +72,13 @@ export function iterationJson(record: IterationRecord): Record<string, unknown> 
         execution_time: block.result.durationMs / 1000,
         rlm_calls: block.subcalls.map(subcallJson),
         final_answer: block.result.final ?? null,
+        tool_calls: block.toolCalls.map((call) => ({
+          name: call.name,
+          call_id: call.callId,
+          success: call.success,
+          ...(call.success ? { result: call.result } : { error: call.error }),
+          execution_time: call.durationMs / 1000,
+        })),
       },
     })),
     final_answer: record.finalAnswer,

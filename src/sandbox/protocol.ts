@@ -5,6 +5,7 @@ import { z } from 'zod';
 export type WorkerCommand =
   | { type: 'init'; id: number; memoryLimitMb: number }
   | { type: 'setGlobal'; id: number; name: string; format: 'text' | 'json'; path: string; encoding: 'latin1' | 'utf8' }
+  | { type: 'setTools'; id: number; specs: string }
   | {
       type: 'execute';
       id: number;

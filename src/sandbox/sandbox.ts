@@ -74,6 +74,7 @@ export class Sandbox {
   private worker: WorkerProcess | undefined;
   private readonly globals = new Map<string, unknown>();
   private readonly setupBlocks: string[] = [];
+  private toolSpecs: string | undefined;
   private lastVariables: Variable[] = [];
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
@@ -107,6 +108,17 @@ export class Sandbox {
     return this.exclusive(async () => {
       this.globals.set(name, value);
       await this.loadGlobal(await this.liveWorker(), name, value);
+    });
+  }
+
+  /**
+   * Makes host tools available to model code: `TOOLS` (their schemas) and `tools.NAME(args)`.
+   * Calls arrive at `onHostCall` as `tool_call`. Survives resets.
+   */
+  setTools(specs: { type: 'function'; function: { name: string } }[]): Promise<void> {
+    return this.exclusive(async () => {
+      this.toolSpecs = JSON.stringify(specs);
+      expectDone(await (await this.liveWorker()).request({ type: 'setTools', specs: this.toolSpecs }));
     });
   }
 
@@ -158,6 +170,7 @@ export class Sandbox {
       await worker.whenReady();
       expectDone(await worker.request({ type: 'init', memoryLimitMb: this.options.memoryLimitMb }));
       for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value);
+      if (this.toolSpecs) expectDone(await worker.request({ type: 'setTools', specs: this.toolSpecs }));
       for (const code of this.setupBlocks) {
         const replay = await this.runOn(worker, code, undefined);
         if (replay.error) throw new Error(`setup code failed after a reset: ${replay.error.message}`);

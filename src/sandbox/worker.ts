@@ -30,7 +30,7 @@ const doorbellBuffer = Buffer.allocUnsafe(64);
 
 let isolate: ivm.Isolate | undefined;
 let context: ivm.Context | undefined;
-let controller: Record<'setGlobal' | 'beginBlock' | 'collect', ivm.Reference<Function>> | undefined;
+let controller: Record<'setGlobal' | 'setTools' | 'beginBlock' | 'collect', ivm.Reference<Function>> | undefined;
 let nextHostCallId = 1;
 
 function send(event: WorkerEvent) {
@@ -107,6 +107,7 @@ function init(memoryLimitMb: number) {
   const method = (name: string) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<Function>;
   controller = {
     setGlobal: method('setGlobal'),
+    setTools: method('setTools'),
     beginBlock: method('beginBlock'),
     collect: method('collect'),
   };
@@ -167,6 +168,10 @@ function handle(message: Record<string, unknown>) {
         break;
       case 'setGlobal':
         setGlobal(command.name, command.format, command.path, command.encoding);
+        send({ type: 'done', id: command.id });
+        break;
+      case 'setTools':
+        controller!.setTools.applySync(undefined, [command.specs]);
         send({ type: 'done', id: command.id });
         break;
       case 'execute':

@@ -105,7 +105,7 @@ describe('trajectory logs', () => {
     expect(lines[0]).toMatchObject({ type: 'metadata', root_model: 'root', max_depth: 2, max_iterations: 30 });
     const iteration = lines[1];
     expect(Object.keys(iteration)).toEqual(expect.arrayContaining(['type', 'iteration', 'timestamp', 'prompt', 'response', 'code_blocks', 'final_answer', 'iteration_time']));
-    expect(Object.keys(iteration.code_blocks[0].result)).toEqual(['stdout', 'stderr', 'locals', 'execution_time', 'rlm_calls', 'final_answer']);
+    expect(Object.keys(iteration.code_blocks[0].result)).toEqual(['stdout', 'stderr', 'locals', 'execution_time', 'rlm_calls', 'final_answer', 'tool_calls']);
     expect(iteration.code_blocks[0].result.stdout).toBe('child done\n');
     expect(iteration.code_blocks[0].result.locals).toEqual({ r: 'string (10 chars)' });
     const childCall = iteration.code_blocks[0].result.rlm_calls[0];

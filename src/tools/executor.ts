@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import PQueue from 'p-queue';
+import { DEFAULTS } from '../defaults.js';
+import type { ExecutionPolicy } from './define.js';
+import type { ToolRegistry } from './registry.js';
+
+/** One requested call: arguments as an object, or as the JSON text a model wrote. */
+export interface ToolCallRequest {
+  callId?: string;
+  name: string;
+  arguments: unknown;
+}
+
+export interface ToolResult {
+  callId: string;
+  toolName: string;
+  success: boolean;
+  /** The tool's return value (on success). */
+  result?: unknown;
+  /** What went wrong, written for the model (on failure). */
+  error?: string;
+  durationMs: number;
+}
+
+export interface ToolExecutorOptions {
+  /** Policy for tools that do not set one. @default 'parallel' */
+  defaultPolicy?: ExecutionPolicy;
+  /** Parallel tool calls running at once. @default 10 */
+  maxConcurrency?: number;
+  /** Per-call timeout in ms for tools without their own (long-running tools have none). @default 30000 */
+  timeoutMs?: number;
+  validateArguments?: boolean;
+  onToolStart?: (name: string, callId: string, args: unknown) => void;
+  onToolEnd?: (result: ToolResult) => void;
+  onToolError?: (name: string, callId: string, error: string) => void;
+}
+
+/**
+ * Runs tool calls: sequential tools one at a time in call order, parallel ones concurrently up to
+ * `maxConcurrency`, each with validation and a timeout. It never throws because a tool failed:
+ * unknown tools, invalid arguments, timeouts, aborts and exceptions all come back as results, in
+ * the order of the calls.
+ */
+export class ToolExecutor {
+  private readonly options: Required<Pick<ToolExecutorOptions, 'defaultPolicy' | 'maxConcurrency' | 'timeoutMs' | 'validateArguments'>> & ToolExecutorOptions;
+
+  constructor(
+    private readonly registry: ToolRegistry,
+    options: ToolExecutorOptions = {},
+  ) {
+    this.options = {
+      defaultPolicy: 'parallel',
+      maxConcurrency: DEFAULTS.tools.maxConcurrency,
+      timeoutMs: DEFAULTS.tools.timeoutMs,
+      validateArguments: true,
+      ...options,
+    };
+  }
+
+  async execute(calls: ToolCallRequest[], options: { signal?: AbortSignal; invocationId?: string } = {}): Promise<ToolResult[]> {
+    const invocationId = options.invocationId ?? randomUUID();
+    const parallel = new PQueue({ concurrency: this.options.maxConcurrency });
+    const sequential = new PQueue({ concurrency: 1 });
+    return Promise.all(
+      calls.map((call) => {
+        const queue = this.policyOf(call.name) === 'sequential' ? sequential : parallel;
+        return queue.add(() => this.executeOne(call, { invocationId, ...(options.signal && { signal: options.signal }) })) as Promise<ToolResult>;
+      }),
+    );
+  }
+
+  /** Runs one call now (no queueing). */
+  async executeOne(call: ToolCallRequest, options: { signal?: AbortSignal; invocationId?: string } = {}): Promise<ToolResult> {
+    const callId = call.callId ?? `call_${randomUUID().slice(0, 12)}`;
+    const started = performance.now();
+    const finish = (outcome: { result: unknown } | { error: string }): ToolResult => {
+      const result: ToolResult = { callId, toolName: call.name, success: 'result' in outcome, durationMs: performance.now() - started, ...outcome };
+      if ('error' in outcome) this.options.onToolError?.(call.name, callId, outcome.error);
+      this.options.onToolEnd?.(result);
+      return result;
+    };
+
+    const tool = this.registry.get(call.name);
+    let args = call.arguments;
+    this.options.onToolStart?.(call.name, callId, args);
+    if (!tool) return finish({ error: `Unknown tool "${call.name}". Available tools: ${this.registry.names().join(', ') || 'none'}.` });
+    if (typeof args === 'string') {
+      try {
+        args = args.trim() === '' ? {} : JSON.parse(args);
+      } catch (error) {
+        return finish({ error: `The arguments for ${call.name} are not valid JSON (${(error as Error).message}).` });
+      }
+    }
+    if (this.options.validateArguments) {
+      const checked = tool.validate(args ?? {});
+      if (!checked.ok) return finish({ error: checked.message });
+      args = checked.value;
+    }
+    if (options.signal?.aborted) return finish({ error: `${call.name} was cancelled before it started.` });
+
+    const timeoutMs = tool.timeoutMs ?? (tool.longRunning ? undefined : this.options.timeoutMs);
+    const controller = new AbortController();
+    const abort = () => controller.abort(options.signal?.reason);
+    options.signal?.addEventListener('abort', abort, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const stopped = new Promise<never>((_, reject) => {
+        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+        if (timeoutMs !== undefined) {
+          timer = setTimeout(() => controller.abort(new ToolTimeoutError(call.name, timeoutMs)), timeoutMs);
+        }
+      });
+      stopped.catch(() => {});
+      const value = await Promise.race([
+        Promise.resolve().then(() => tool.execute(args as never, { callId, invocationId: options.invocationId ?? callId, signal: controller.signal })),
+        stopped,
+      ]);
+      return finish({ result: value });
+    } catch (error) {
+      if (error instanceof ToolTimeoutError) return finish({ error: error.message });
+      if (options.signal?.aborted) return finish({ error: `${call.name} was cancelled.` });
+      return finish({ error: error instanceof Error ? error.message : String(error) });
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', abort);
+      if (!controller.signal.aborted) controller.abort(new Error('the tool call has ended'));
+    }
+  }
+
+  private policyOf(name: string): ExecutionPolicy {
+    return this.registry.get(name)?.executionPolicy ?? this.options.defaultPolicy;
+  }
+}
+
+class ToolTimeoutError extends Error {
+  constructor(name: string, timeoutMs: number) {
+    super(`${name} timed out after ${timeoutMs} ms.`);
+  }
+}

@@ -1,0 +1,122 @@
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { build, type Message, type Plugin } from 'esbuild';
+import { ConfigurationError } from '../errors.js';
+import { packageRoot } from '../paths.js';
+import { toTool, type Tool } from './define.js';
+
+/** What setup files contribute to a run. */
+export interface SetupContribution {
+  /** Host tools, callable from model code as tools.NAME(args) and tool_handler(name, args). */
+  tools: Tool<never>[];
+  /** JavaScript run inside the sandbox before the first block. */
+  sandboxSetup: string[];
+}
+
+/**
+ * Loads setup files: TypeScript or JavaScript modules, bundled with esbuild and imported. A file may
+ * export `tools` (an array, or an object of tools) and `sandboxSetup` (code as a string, or a
+ * function whose body runs in the sandbox), as named exports or on its default export. Imports of
+ * `rlm` and `zod` resolve to the copies this rlm uses, wherever the file lives.
+ */
+export async function loadSetupFiles(paths: string[]): Promise<SetupContribution> {
+  const contribution: SetupContribution = { tools: [], sandboxSetup: [] };
+  for (const path of paths) {
+    const loaded = await loadSetupFile(resolve(path));
+    contribution.tools.push(...loaded.tools);
+    contribution.sandboxSetup.push(...loaded.sandboxSetup);
+  }
+  return contribution;
+}
+
+async function loadSetupFile(path: string): Promise<SetupContribution> {
+  try {
+    if (!statSync(path).isFile()) throw new Error('not a file');
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
+    throw new ConfigurationError(`Cannot read setup file ${path}: ${reason}.`);
+  }
+
+  let code: string;
+  try {
+    const output = await build({
+      entryPoints: [path],
+      bundle: true,
+      write: false,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      sourcemap: 'inline',
+      logLevel: 'silent',
+      // Other dependencies of the setup file are bundled from where it lives.
+      plugins: [sharedPackages()],
+    });
+    code = output.outputFiles[0]!.text;
+  } catch (error) {
+    const errors = (error as { errors?: Message[] }).errors ?? [];
+    const first = errors[0];
+    const where = first?.location ? `${first.location.file}:${first.location.line}:${first.location.column + 1}` : path;
+    throw new ConfigurationError(`Setup file ${where}: ${first?.text ?? (error as Error).message}`);
+  }
+
+  // The bundle is imported from a file, so Node applies its inline source map to stack traces.
+  const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-'));
+  const bundle = join(folder, `${basename(path).replace(/\.[^.]+$/, '')}.mjs`);
+  writeFileSync(bundle, code);
+  let module: Record<string, unknown>;
+  try {
+    process.setSourceMapsEnabled(true);
+    module = (await import(pathToFileURL(bundle).href)) as Record<string, unknown>;
+  } catch (error) {
+    const location = /\((\/[^)]+:\d+:\d+)\)|at (\/[^\s]+:\d+:\d+)/.exec((error as Error).stack ?? '');
+    const at = location ? ` (at ${location[1] ?? location[2]})` : '';
+    throw new ConfigurationError(`Setup file ${path} failed while loading: ${(error as Error).message}${at}`);
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+  return readExports(module, path);
+}
+
+function readExports(module: Record<string, unknown>, path: string): SetupContribution {
+  const fallback = (module.default ?? {}) as Record<string, unknown>;
+  const tools = module.tools ?? fallback.tools;
+  const sandboxSetup = module.sandboxSetup ?? fallback.sandboxSetup;
+  if (tools === undefined && sandboxSetup === undefined) {
+    throw new ConfigurationError(`Setup file ${path} exports neither "tools" nor "sandboxSetup"; export at least one of them.`);
+  }
+  const toolList = tools === undefined ? [] : Array.isArray(tools) ? tools : typeof tools === 'object' && tools !== null ? Object.values(tools) : undefined;
+  if (!toolList) throw new ConfigurationError(`Setup file ${path}: "tools" must be an array or an object of tools.`);
+  return {
+    tools: toolList.map((tool, index) => toTool(tool, `Setup file ${path}, tool #${index + 1}`)),
+    sandboxSetup: (Array.isArray(sandboxSetup) ? sandboxSetup : sandboxSetup === undefined ? [] : [sandboxSetup]).map((entry) => sandboxCode(entry, path)),
+  };
+}
+
+function sandboxCode(entry: unknown, path: string): string {
+  if (typeof entry === 'string') return entry;
+  if (typeof entry === 'function') {
+    // The function's body runs at the top level of the sandbox, so what it declares persists.
+    const source = Function.prototype.toString.call(entry);
+    const body = /^[^{]*\{([\s\S]*)\}\s*$/.exec(source);
+    if (body) return body[1]!;
+  }
+  throw new ConfigurationError(`Setup file ${path}: "sandboxSetup" must be code as a string, or a function.`);
+}
+
+/** Points `rlm` and `zod` imports at the copies the running rlm uses. */
+function sharedPackages(): Plugin {
+  return {
+    name: 'rlm-shared-packages',
+    setup(pluginBuild) {
+      pluginBuild.onResolve({ filter: /^(rlm|zod)(\/.*)?$/ }, (args) => {
+        if (args.path === 'rlm' || args.path === 'rlm/testing') {
+          const file = args.path === 'rlm' ? 'index.js' : 'testing.js';
+          return { path: pathToFileURL(join(packageRoot(), 'dist', file)).href, external: true };
+        }
+        return { path: import.meta.resolve(args.path), external: true };
+      });
+    },
+  };
+}
