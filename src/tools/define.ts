@@ -138,7 +138,7 @@ function buildValidator(parameters: unknown, jsonSchema: JsonSchema, name: strin
   if (isZodSchema(parameters)) schema = parameters;
   else if (parameters !== undefined) {
     try {
-      schema = z.fromJSONSchema(jsonSchema as never) as z.ZodType;
+      schema = z.fromJSONSchema(inlineReferences(jsonSchema, name) as never) as z.ZodType;
     } catch (error) {
       throw new ConfigurationError(`Tool "${name}": its JSON Schema cannot be used for validation: ${(error as Error).message}`);
     }
@@ -147,12 +147,21 @@ function buildValidator(parameters: unknown, jsonSchema: JsonSchema, name: strin
   return (args) => {
     const result = schema.safeParse(args);
     if (result.success) return { success: true, data: result.data };
-    return { success: false, issues: result.error.issues.map(describeIssue).join('; ') };
+    return { success: false, issues: result.error.issues.map((issue) => describeIssue(issue, args)).join('; ') };
   };
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+function describeIssue(issue: z.core.$ZodIssue, args: unknown): string {
   const path = issue.path.length > 0 ? issue.path.map(String).join('.') : '(arguments)';
-  if (issue.code === 'invalid_type' && issue.message.includes('received undefined')) return `${path}: required`;
-  return `${path}: ${issue.message.replace(/^Invalid input: /, '')}`;
+  if (issue.path.length > 0 && valueAt(args, issue.path) === undefined) return `${path}: required`;
+  return `${path}: ${issue.message.replace(/^Invalid (input|option): /, '')}`;
+}
+
+function valueAt(value: unknown, path: PropertyKey[]): unknown {
+  let current = value;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
 }

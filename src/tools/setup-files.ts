@@ -57,7 +57,7 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
   } catch (error) {
     const errors = (error as { errors?: Message[] }).errors ?? [];
     const first = errors[0];
-    const where = first?.location ? `${first.location.file}:${first.location.line}:${first.location.column + 1}` : path;
+    const where = first?.location ? `${resolve(first.location.file)}:${first.location.line}:${first.location.column + 1}` : path;
     throw new ConfigurationError(`Setup file ${where}: ${first?.text ?? (error as Error).message}`);
   }
 

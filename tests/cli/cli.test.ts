@@ -114,6 +114,45 @@ describe('rlm run', () => {
   });
 });
 
+describe('rlm run --setup', () => {
+  it('gives model code host tools, called directly and by a sub-model through llm_query', async () => {
+    const code = [
+      'const direct = tools.get_stats({ question_id: "q2" });',
+      'const viaModel = llm_query("Average of q1?", { tools: TOOLS, tool_handler });',
+      'print(direct.average + "|" + viaModel)',
+    ].join('\n');
+    rootScript = codeThenFinal(code);
+    let subCalls = 0;
+    const toolServer = await startFakeOpenAIServer({
+      reply: (request) => {
+        if (request.body.model !== 'sub') return rootScript(request);
+        subCalls++;
+        const messages = request.body.messages as { role: string; content: string }[];
+        const toolResult = messages.find((message) => message.role === 'tool');
+        return toolResult ? `q1 is ${JSON.parse(toolResult.content).average}` : { toolCalls: [{ name: 'get_stats', arguments: { question_id: 'q1' } }] };
+      },
+    });
+    try {
+      const setup = join(packageRoot(), 'examples', 'stats-tools.ts');
+      const result = await rlm(['run', '--base-url', toolServer.baseURL, '--model', 'root', '--sub-model', 'sub', '--setup', setup, '--context', textFile('survey.txt', 'responses'), '--verbose', 'Compare']);
+      expect(result.stderr).toContain('tool get_stats');
+      expect(result).toMatchObject({ code: 0, stdout: '3.8|q1 is 4.2\n' });
+      expect(subCalls).toBe(2);
+      const firstSubRequest = toolServer.requests.find((request) => request.body.model === 'sub')!;
+      expect((firstSubRequest.body.tools as { function: { name: string } }[]).map((tool) => tool.function.name)).toEqual(['get_stats']);
+    } finally {
+      await toolServer.close();
+    }
+  });
+
+  it('exits 2 with the file and line of a broken setup file', async () => {
+    const broken = textFile('broken-setup.ts', 'export const tools = [\n  {,}\n];\n');
+    const result = await rlm([...base(), '--setup', broken, '--context', textFile('j.txt', 'x'), 'q']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`${broken}:2:`);
+  });
+});
+
 describe('exit codes and errors', () => {
   it('exits 2 for an unknown flag', async () => {
     const result = await rlm(['run', '--no-such-flag']);
