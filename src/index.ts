@@ -23,7 +23,7 @@ export type { RunToolLoopOptions } from './lm/run-tool-loop.js';
 export type { ToolHandler } from './lm/tool-loop.js';
 export { ModelError, ToolLoopError } from './errors.js';
 export { defineTool, toTool } from './tools/define.js';
-export type { ExecutionPolicy, JsonSchemaToolOptions, Tool, ToolContext, ZodToolOptions } from './tools/define.js';
+export type { AnyTool, ExecutionPolicy, JsonSchemaToolOptions, Tool, ToolContext, ZodToolOptions } from './tools/define.js';
 export { ToolRegistry } from './tools/registry.js';
 export { ToolExecutor } from './tools/executor.js';
 export type { ToolCallRequest, ToolExecutorOptions, ToolResult } from './tools/executor.js';

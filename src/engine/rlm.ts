@@ -12,7 +12,7 @@ import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
 import { parseOptions } from '../options.js';
 import { workerPool } from '../sandbox/pool.js';
-import type { Tool } from '../tools/define.js';
+import type { AnyTool } from '../tools/define.js';
 import { ToolRegistry } from '../tools/registry.js';
 import { loadSetupFiles } from '../tools/setup-files.js';
 import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
@@ -59,7 +59,7 @@ export interface RLMOptions {
   sandbox?: { memoryLimitMb?: number; blockTimeoutMs?: number; outputLimitChars?: number };
   setupCode?: SetupCode | SetupCode[];
   /** Host tools model code can call: tools.NAME(args), tool_handler(name, args), llm_query(..., { tools: TOOLS, tool_handler }). */
-  tools?: Tool<never>[];
+  tools?: AnyTool[];
   /** Setup files (TypeScript or JavaScript modules) exporting `tools` and/or `sandboxSetup`. */
   setup?: string[];
   /** Prices (USD per million tokens) added to or replacing the built-in table. */
@@ -97,7 +97,7 @@ const optionsSchema = z.object({
     .object({ memoryLimitMb: positive.optional(), blockTimeoutMs: positive.optional(), outputLimitChars: positive.optional() })
     .default({}),
   setupCode: z.unknown().optional(),
-  tools: z.array(z.custom<Tool<never>>((value) => typeof (value as Tool)?.validate === 'function', 'expected tools made with defineTool()')).optional(),
+  tools: z.array(z.custom<AnyTool>((value) => typeof (value as AnyTool)?.validate === 'function', 'expected tools made with defineTool()')).optional(),
   setup: z.array(z.string().min(1)).optional(),
   prices: z.record(z.string(), z.object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).optional(),
   logDir: z.string().min(1).optional(),

@@ -15,6 +15,10 @@ export interface ToolContext {
 
 export type ExecutionPolicy = 'parallel' | 'sequential';
 
+/** Any tool, whatever its argument type (what registries, executors and runs hold). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = Tool<any>;
+
 /** A tool as `defineTool` returns it: the definition plus its OpenAI schema and argument validator. */
 export interface Tool<Args = Record<string, unknown>> {
   readonly name: string;
@@ -71,7 +75,7 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
  */
 export function defineTool<Schema extends z.ZodType>(options: ZodToolOptions<Schema>): Tool<z.output<Schema>>;
 export function defineTool(options: JsonSchemaToolOptions): Tool;
-export function defineTool(options: ZodToolOptions<z.ZodType> | JsonSchemaToolOptions): Tool<never> {
+export function defineTool(options: ZodToolOptions<z.ZodType> | JsonSchemaToolOptions): AnyTool {
   const { name } = options;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ConfigurationError(
@@ -101,7 +105,7 @@ export function defineTool(options: ZodToolOptions<z.ZodType> | JsonSchemaToolOp
     strict,
     spec,
     parametersSchema,
-    execute: options.execute as Tool<never>['execute'],
+    execute: options.execute as AnyTool['execute'],
     validate: (args: unknown) => {
       const input = nullGuide ? dropNullOptionals(nullGuide, args) : args;
       if (input === null || typeof input !== 'object' || Array.isArray(input)) {
@@ -116,12 +120,12 @@ export function defineTool(options: ZodToolOptions<z.ZodType> | JsonSchemaToolOp
 }
 
 /** Accepts a tool object from a setup file: the result of defineTool, or a plain `{ name, description, parameters, execute }`. */
-export function toTool(value: unknown, origin: string): Tool<never> {
+export function toTool(value: unknown, origin: string): AnyTool {
   if (value === null || typeof value !== 'object') throw new ConfigurationError(`${origin}: a tool must be an object, got ${typeof value}.`);
-  const candidate = value as Partial<Tool<never>> & JsonSchemaToolOptions;
-  if (candidate.spec && typeof candidate.validate === 'function') return candidate as Tool<never>;
+  const candidate = value as Partial<AnyTool> & JsonSchemaToolOptions;
+  if (candidate.spec && typeof candidate.validate === 'function') return candidate as AnyTool;
   try {
-    return defineTool(candidate as JsonSchemaToolOptions) as Tool<never>;
+    return defineTool(candidate as JsonSchemaToolOptions) as AnyTool;
   } catch (error) {
     throw new ConfigurationError(`${origin}: ${(error as Error).message}`);
   }

@@ -1,23 +1,23 @@
 import { ConfigurationError } from '../errors.js';
 import type { ToolSpec } from '../lm/types.js';
-import type { Tool } from './define.js';
+import type { AnyTool } from './define.js';
 
 /** The tools available to a run, by name. */
 export class ToolRegistry {
-  private readonly tools = new Map<string, Tool<never>>();
+  private readonly tools = new Map<string, AnyTool>();
 
-  constructor(tools: Iterable<Tool<never>> = []) {
+  constructor(tools: Iterable<AnyTool> = []) {
     for (const tool of tools) this.register(tool);
   }
 
   /** Adds a tool; a second tool with the same name is an error. */
-  register(tool: Tool<never>): this {
+  register(tool: AnyTool): this {
     if (this.tools.has(tool.name)) throw new ConfigurationError(`A tool named "${tool.name}" is already registered; tool names must be unique.`);
     this.tools.set(tool.name, tool);
     return this;
   }
 
-  get(name: string): Tool<never> | undefined {
+  get(name: string): AnyTool | undefined {
     return this.tools.get(name);
   }
 

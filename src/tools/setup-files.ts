@@ -5,12 +5,12 @@ import { pathToFileURL } from 'node:url';
 import { build, type Message, type Plugin } from 'esbuild';
 import { ConfigurationError } from '../errors.js';
 import { packageRoot } from '../paths.js';
-import { toTool, type Tool } from './define.js';
+import { toTool, type AnyTool } from './define.js';
 
 /** What setup files contribute to a run. */
 export interface SetupContribution {
   /** Host tools, callable from model code as tools.NAME(args) and tool_handler(name, args). */
-  tools: Tool<never>[];
+  tools: AnyTool[];
   /** JavaScript run inside the sandbox before the first block. */
   sandboxSetup: string[];
 }
