@@ -16,6 +16,7 @@ import {
   ObjectCreate,
   ObjectDefineProperty,
   ObjectFreeze,
+  ObjectIsFrozen,
   ObjectGetOwnPropertyNames,
   ObjectPrototypeHasOwnProperty,
   PromisePrototypeThen,
@@ -342,6 +343,19 @@ export function install(host: HostReference) {
   ObjectDefineProperty(Atomics, 'wait', { value: undefined, writable: false, configurable: false });
   for (const name of ObjectGetOwnPropertyNames(globalObject)) builtinNames[name] = true;
 
+  // Scaffold values are shared by every block: nothing inside them may be changed by model code.
+  // Iterative, so deeply nested JSON cannot overflow the stack.
+  function deepFreeze<T>(value: T): T {
+    const pending: unknown[] = [value];
+    while (pending.length > 0) {
+      const item = pending.pop();
+      if (item === null || typeof item !== 'object' || ObjectIsFrozen(item)) continue;
+      ObjectFreeze(item);
+      for (const key of ObjectGetOwnPropertyNames(item)) ArrayPrototypePush(pending, (item as Record<string, unknown>)[key]);
+    }
+    return value;
+  }
+
   // ---- errors --------------------------------------------------------------------------------
 
   function describeError(error: unknown): { name: string; message: string; stack: string } {
@@ -387,7 +401,7 @@ export function install(host: HostReference) {
 
   return ObjectFreeze({
     setGlobal(name: string, value: unknown, format: 'text' | 'json') {
-      defineScaffold(name, format === 'json' ? JSONParse(value as string) : value);
+      defineScaffold(name, format === 'json' ? deepFreeze(JSONParse(value as string)) : value);
     },
     // Host tools: TOOLS holds their OpenAI schemas (for llm_query's `tools` option), and
     // tools.NAME(args) calls one and returns its result as a value.
@@ -398,7 +412,7 @@ export function install(host: HostReference) {
         const name = spec.function.name;
         callable[name] = (args?: unknown) => callHost('tool_call', { name, arguments: args ?? {} });
       }
-      defineScaffold('TOOLS', ObjectFreeze(specs));
+      defineScaffold('TOOLS', deepFreeze(specs));
       defineScaffold('tools', ObjectFreeze(callable));
     },
     beginBlock(limit: number, wrapperLine: number, columnShiftsJson: string) {

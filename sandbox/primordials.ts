@@ -14,6 +14,7 @@ export const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
 export const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 export const ObjectGetPrototypeOf = Object.getPrototypeOf;
 export const ObjectFreeze = Object.freeze;
+export const ObjectIsFrozen = Object.isFrozen;
 export const ObjectCreate = Object.create;
 export const ObjectPrototypeToString = uncurry(Object.prototype.toString);
 export const ObjectPrototypeHasOwnProperty = uncurry(Object.prototype.hasOwnProperty);

@@ -75,7 +75,8 @@ export class LlmQueries {
   }
 }
 
-function itemResult(outcome: PromiseSettledResult<string>): string {
+/** One item of a batch: its answer, or a string starting with "Error:" that says what failed. */
+export function itemResult(outcome: PromiseSettledResult<string>): string {
   if (outcome.status === 'fulfilled') return outcome.value;
   const error = outcome.reason as { name?: string; message?: string } | undefined;
   const message = error?.message ?? String(outcome.reason);

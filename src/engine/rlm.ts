@@ -142,7 +142,7 @@ export class RLM {
 
   /** Runs to the final answer. Limit errors (RunLimitError) carry the partial answer and usage. */
   async completion(input: CompletionInput): Promise<RlmResult> {
-    return this.consume(this.stream(input));
+    return resultOf(this.stream(input));
   }
 
   /** Runs and yields every event as it happens; the last one is `run-end` (or the stream throws). */
@@ -244,12 +244,12 @@ export class RLM {
     return channel;
   }
 
-  private async consume(events: AsyncIterable<RlmEvent>): Promise<RlmResult> {
-    for await (const event of events) {
-      if (event.type === 'run-end') return event.result;
-    }
-    throw new Error('the run ended without a result');
-  }
+}
+
+/** Consumes a run's events and returns what its run-end event carries. */
+async function resultOf(events: AsyncIterable<RlmEvent>): Promise<RlmResult> {
+  for await (const event of events) if (event.type === 'run-end') return event.result;
+  throw new Error('the run ended without a result');
 }
 
 /** A multi-turn conversation over one sandbox (see `RLM.session()`). */
@@ -259,7 +259,7 @@ export class RlmSession {
   constructor(private readonly rlm: RLM) {}
 
   async completion(input: CompletionInput): Promise<RlmResult> {
-    const result = await this.consumeRun(this.rlm.startRun(input, this.state));
+    const result = await resultOf(this.rlm.startRun(input, this.state));
     if (this.state.sandbox && this.state.lastMessages) {
       await this.state.sandbox.setContext(this.state.lastMessages, `history_${this.state.histories++}`);
     }
@@ -274,11 +274,6 @@ export class RlmSession {
   async close(): Promise<void> {
     await this.state.sandbox?.dispose();
     this.state.sandbox = undefined;
-  }
-
-  private async consumeRun(events: AsyncIterable<RlmEvent>): Promise<RlmResult> {
-    for await (const event of events) if (event.type === 'run-end') return event.result;
-    throw new Error('the run ended without a result');
   }
 }
 

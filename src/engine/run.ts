@@ -11,7 +11,7 @@ import type { ToolRegistry } from '../tools/registry.js';
 import type { CodeBlockRecord, IterationRecord, RlmEvent, SubcallRecord, ToolCallRecord } from './events.js';
 import { routeHostCalls } from './host-calls.js';
 import { RunLimitError, type TreeBudget } from './limits.js';
-import { LlmQueries } from './llm-queries.js';
+import { itemResult, LlmQueries } from './llm-queries.js';
 import { parseReply, type CodeBlock } from './parsing.js';
 import { describeContext, promptTemplates, render } from './prompts.js';
 import type { TrajectoryLogger } from './trajectory.js';
@@ -317,12 +317,7 @@ export class Run {
     }
     const runs = prompts.map((prompt) => queue.add(() => this.runChild(prompt, call.model, signal), { signal }) as Promise<string>);
     if (call.kind === 'rlm_query') return runs[0];
-    const settled = await Promise.allSettled(runs);
-    return settled.map((outcome) => {
-      if (outcome.status === 'fulfilled') return outcome.value;
-      const error = outcome.reason as { name?: string; message?: string };
-      return `Error: ${error?.name && error.name !== 'Error' ? `${error.name}: ` : ''}${error?.message ?? String(outcome.reason)}`;
-    });
+    return (await Promise.allSettled(runs)).map(itemResult);
   }
 
   private async runChild(prompt: unknown, model: string | undefined, signal: AbortSignal): Promise<string> {

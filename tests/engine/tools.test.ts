@@ -54,6 +54,16 @@ describe('host tools in the sandbox', () => {
     expect(iteration.code_blocks[0].result.tool_calls.map((call: { success: boolean }) => call.success)).toEqual([true, true, false, true]);
   });
 
+  it('cannot be broken by model code: TOOLS and tools are frozen', async () => {
+    const { rootModel, languageModel } = models([
+      repl('try { TOOLS[0].function.name = "hijacked" } catch {} try { tools.get_stats = () => "fake" } catch {} TOOLS.length'),
+      repl('print(TOOLS[0].function.name, JSON.stringify(tools.get_stats({ question_id: "q1" })))'),
+      'FINAL(ok)',
+    ]);
+    await new RLM({ model: 'root', languageModel, tools: [stats] }).completion('c');
+    expect(JSON.stringify(rootModel.calls[2]!.messages)).toContain('get_stats {\\"avg\\":4.2}');
+  });
+
   it('are listed in the system prompt with descriptions and parameters', async () => {
     const { rootModel, languageModel } = models([repl('FINAL(1)')]);
     await new RLM({ model: 'root', languageModel, tools: [stats] }).completion('c');

@@ -49,6 +49,25 @@ describe('context loading', () => {
     expect(result.stdout).toBe(`[ ${text.length}, ${line.indexOf('dog')}, "0123456789\\n" ]\n`);
   });
 
+  it('keeps array and object contexts read-only, so every block sees the same input', async () => {
+    const sandbox = await createSandbox();
+    await sandbox.setContext([{ n: 1 }, { n: 2 }]);
+    const mutation = await sandbox.execute('context.push({ n: 3 })');
+    expect(mutation.error?.name).toBe('TypeError');
+    const nested = await sandbox.execute('"use strict"; try { context[0].n = 99 } catch (e) { print(e.name) }');
+    expect(nested.stdout).toBe('TypeError\n');
+    expect((await sandbox.execute('JSON.stringify(context)')).stdout).toBe('"[{\\"n\\":1},{\\"n\\":2}]"\n');
+  });
+
+  it('loads deeply nested JSON', async () => {
+    const sandbox = await createSandbox();
+    let nested: unknown = 'leaf';
+    for (let depth = 0; depth < 4_000; depth++) nested = [nested];
+    await sandbox.setContext({ nested });
+    const result = await sandbox.execute('let node = context.nested, depth = 0; while (Array.isArray(node)) { node = node[0]; depth++ } [depth, node]');
+    expect(result.stdout).toBe("[ 4000, \"leaf\" ]\n");
+  });
+
   it('keeps model changes to context local to the block that made them', async () => {
     const sandbox = await createSandbox();
     await sandbox.setContext('original');
