@@ -12,6 +12,7 @@ import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
 import { parseOptions } from '../options.js';
 import { workerPool } from '../sandbox/pool.js';
+import { sandboxLimitsSchema } from '../sandbox/sandbox.js';
 import type { AnyTool } from '../tools/define.js';
 import { ToolRegistry } from '../tools/registry.js';
 import { loadSetupFiles } from '../tools/setup-files.js';
@@ -93,9 +94,7 @@ const optionsSchema = z.object({
   maxConcurrentChildren: positive.default(4),
   maxToolIterations: positive.default(DEFAULTS.lm.maxToolIterations),
   systemPrompt: z.string().optional(),
-  sandbox: z
-    .object({ memoryLimitMb: positive.optional(), blockTimeoutMs: positive.optional(), outputLimitChars: positive.optional() })
-    .default({}),
+  sandbox: sandboxLimitsSchema.default(sandboxLimitsSchema.parse({})),
   setupCode: z.unknown().optional(),
   tools: z.array(z.custom<AnyTool>((value) => typeof (value as AnyTool)?.validate === 'function', 'expected tools made with defineTool()')).optional(),
   setup: z.array(z.string().min(1)).optional(),
@@ -136,7 +135,7 @@ export class RLM {
       systemPrompt: parsed.systemPrompt,
       sandbox,
       setupCode: loadSetupCode(options.setupCode),
-      outputLimitChars: sandbox.outputLimitChars ?? DEFAULTS.sandbox.outputLimitChars,
+      outputLimitChars: sandbox.outputLimitChars,
     };
   }
 

@@ -5,6 +5,7 @@ import type { ModelGateway, ModelCallEvent } from '../lm/gateway.js';
 import type { ChatMessage, ChatRequest, ChatResponse } from '../lm/types.js';
 import type { HostCall } from '../sandbox/protocol.js';
 import { Sandbox, type ExecuteResult, type SandboxOptions } from '../sandbox/sandbox.js';
+import { DEFAULTS } from '../defaults.js';
 import { toolOutputText } from '../lm/tool-text.js';
 import { ToolExecutor } from '../tools/executor.js';
 import type { ToolRegistry } from '../tools/registry.js';
@@ -89,6 +90,8 @@ export class Run {
       logger?: TrajectoryLogger | undefined;
       onIteration?: ((iteration: IterationRecord, index: number) => unknown) | undefined;
       session?: SessionState;
+      /** For a child run: the parent block's signal, so the child stops when that block does. */
+      parentSignal?: AbortSignal;
     } = {},
   ) {
     this.gateway = gateway.with({ onEvent: (event) => this.onModelCall(event) });
@@ -116,7 +119,7 @@ export class Run {
   async execute(input: RunInput): Promise<RunOutcome> {
     const { settings, budget } = this.tree;
     this.emit({ type: 'run-start', model: this.rootModel, parentRunId: this.hooks.parentRunId, query: input.query });
-    const signal = budget.signal;
+    const signal = this.hooks.parentSignal ? AbortSignal.any([budget.signal, this.hooks.parentSignal]) : budget.signal;
     const rootCalls = this.gateway.with({ purpose: 'root' });
     const session = this.hooks.session;
     // The sandbox starts while the root model thinks about its first reply; blocks wait for it.
@@ -323,7 +326,7 @@ export class Run {
   private async runChild(prompt: unknown, model: string | undefined, signal: AbortSignal): Promise<string> {
     signal.throwIfAborted();
     const childModel = model ?? this.rootModel;
-    const child = new Run(this.tree, this.gateway.child(), this.depth + 1, childModel, { parentRunId: this.runId });
+    const child = new Run(this.tree, this.gateway.child(), this.depth + 1, childModel, { parentRunId: this.runId, parentSignal: signal });
     const started = performance.now();
     this.emit({ type: 'subcall-start', childRunId: child.runId, model: childModel, promptPreview: preview(prompt) });
     const record: SubcallRecord = { kind: 'rlm', model: childModel, prompt, response: null, durationMs: 0, usage: undefined };
@@ -372,7 +375,7 @@ export class Run {
     const canRecurse = this.depth + 1 < settings.maxDepth;
     return render(promptTemplates().system, {
       output_limit: settings.outputLimitChars.toLocaleString('en-US'),
-      block_timeout: `${Math.round((settings.sandbox.blockTimeoutMs ?? 60_000) / 1000)} s of computation`,
+      block_timeout: `${Math.round((settings.sandbox.blockTimeoutMs ?? DEFAULTS.sandbox.blockTimeoutMs) / 1000)} s of computation`,
       context_note: this.depth > 0 ? ' (for a child run: the task you were given)' : '',
       sub_model_chars: '500,000',
       recursion_note: canRecurse

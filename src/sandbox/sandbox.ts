@@ -48,10 +48,14 @@ export interface ExecuteResult {
   reset: boolean;
 }
 
-const optionsSchema = z.object({
+/** The sandbox's limits; also validated by RLM, so a bad limit is reported before a run starts. */
+export const sandboxLimitsSchema = z.object({
   memoryLimitMb: z.number().int().min(16).max(65_536).default(DEFAULTS.sandbox.memoryLimitMb),
   blockTimeoutMs: z.number().int().min(1).default(DEFAULTS.sandbox.blockTimeoutMs),
   outputLimitChars: z.number().int().min(100).default(DEFAULTS.sandbox.outputLimitChars),
+});
+
+const optionsSchema = sandboxLimitsSchema.extend({
   onHostCall: z.custom<HostCallHandler>((value) => typeof value === 'function', 'expected a function').optional(),
 });
 

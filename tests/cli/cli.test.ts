@@ -170,6 +170,9 @@ describe('exit codes and errors', () => {
     const badNumber = await rlm([...base(), '--context', textFile('d.txt', 'x'), '--max-iterations', 'lots', 'q']);
     expect(badNumber.code).toBe(2);
     expect(badNumber.stderr).toContain('expected a whole number greater than 0');
+    const tooSmall = await rlm([...base(), '--context', textFile('d2.txt', 'x'), '--memory-limit', '4', 'q']);
+    expect(tooSmall.code).toBe(2);
+    expect(tooSmall.stderr).toContain('sandbox.memoryLimitMb');
     const badJson = await rlm([...base(), '--context', textFile('bad.json', '{oops'), 'q']);
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toContain('is not valid JSON');
