@@ -97,6 +97,9 @@ export class EventChannel<T> implements AsyncIterable<T> {
   private closed = false;
   private rejectWaiting: ((error: unknown) => void) | undefined;
 
+  /** @param onReturn called when the consumer stops early (`break` out of `for await`). */
+  constructor(private readonly onReturn?: () => void) {}
+
   push(item: T): void {
     if (this.closed) return;
     if (this.waiting) {
@@ -132,6 +135,12 @@ export class EventChannel<T> implements AsyncIterable<T> {
           this.waiting = resolve;
           this.rejectWaiting = reject;
         });
+      },
+      return: () => {
+        if (!this.closed) this.onReturn?.();
+        this.closed = true;
+        this.buffer.length = 0;
+        return Promise.resolve({ value: undefined, done: true });
       },
     };
   }

@@ -135,7 +135,6 @@ export class RLM {
       systemPrompt: parsed.systemPrompt,
       sandbox,
       setupCode: loadSetupCode(options.setupCode),
-      outputLimitChars: sandbox.outputLimitChars,
     };
   }
 
@@ -173,11 +172,12 @@ export class RLM {
   /** @internal */
   startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
     const { context, query, signal } = normalizeInput(input);
-    const channel = new EventChannel<RlmEvent>();
-    // Every run needs a sandbox, and each child run one more: have them started ahead of time.
-    workerPool.reserve(this.settings.maxDepth > 1 ? this.settings.maxConcurrentChildren + 1 : 1);
     const usage = new UsageTracker({ ...DEFAULT_PRICES, ...this.options.prices });
     const budget = new TreeBudget(this.options, usage, signal);
+    // A consumer that stops reading (`break`) cancels the run: nobody would see its result.
+    const channel = new EventChannel<RlmEvent>(() => budget.stop(new Error('the event stream was closed before the run ended')));
+    // Every run needs a sandbox, and each child run one more: have them started ahead of time.
+    workerPool.reserve(this.settings.maxDepth > 1 ? this.settings.maxConcurrentChildren + 1 : 1);
     const logger = this.options.logDir ? new TrajectoryLogger(this.options.logDir, [this.options.apiKey ?? '', process.env.OPENAI_API_KEY ?? '']) : undefined;
     logger?.metadata({
       rootModel: this.settings.rootModel,

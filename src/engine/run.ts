@@ -31,11 +31,9 @@ export interface RunSettings {
   setupCode: string[];
   /** Host tools for model code (shared by child runs). */
   tools: ToolRegistry;
-  /** Characters one block's output may take in the next prompt. */
-  outputLimitChars: number;
 }
 
-/** What every run of one tree shares: settings, limits, the model scheduler and the event sink. */
+/** What every run of one tree shares: settings, limits, the event sink and the child queues. */
 export interface RunTree {
   settings: RunSettings;
   budget: TreeBudget;
@@ -374,7 +372,7 @@ export class Run {
     if (settings.systemPrompt !== undefined) return settings.systemPrompt;
     const canRecurse = this.depth + 1 < settings.maxDepth;
     return render(promptTemplates().system, {
-      output_limit: settings.outputLimitChars.toLocaleString('en-US'),
+      output_limit: (settings.sandbox.outputLimitChars ?? DEFAULTS.sandbox.outputLimitChars).toLocaleString('en-US'),
       block_timeout: `${Math.round((settings.sandbox.blockTimeoutMs ?? DEFAULTS.sandbox.blockTimeoutMs) / 1000)} s of computation`,
       context_note: this.depth > 0 ? ' (for a child run: the task you were given)' : '',
       sub_model_chars: '500,000',

@@ -77,6 +77,19 @@ describe('events', () => {
     expect(requests).toEqual(['sub:ok', 'sub:ok']);
   });
 
+  it('cancels the run when the consumer stops reading the stream', async () => {
+    const { subModel, languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
+    const started = Date.now();
+    for await (const event of new RLM({ model: 'root', subModel: 'sub', languageModel }).stream('c')) {
+      if (event.type === 'code-start') break;
+    }
+    // The run stops: its sandbox goes away (only the pool's spare is left) and nothing waits on the slow call.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(liveWorkers()).toBeLessThanOrEqual(1);
+    expect(subModel.calls.length).toBeLessThanOrEqual(1);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
   it('disposes every sandbox when a run is cancelled', async () => {
     const controller = new AbortController();
     const { languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
