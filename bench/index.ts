@@ -1,10 +1,18 @@
 // Runs every benchmark and prints its table: `npm run bench` (or `npm run bench -- lm` for one).
+// Each benchmark runs in a fresh process, so one's garbage (100 MB contexts) cannot slow another.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
 import { runSandboxBench } from './sandbox.js';
 
 const benches: Record<string, () => Promise<void>> = { sandbox: runSandboxBench, lm: runLmBench, engine: runEngineBench };
 const chosen = process.argv.slice(2);
-for (const [name, run] of Object.entries(benches)) {
-  if (chosen.length === 0 || chosen.includes(name)) await run();
+if (chosen.length === 1 && benches[chosen[0]!]) {
+  await benches[chosen[0]!]!();
+} else {
+  for (const name of Object.keys(benches).filter((name) => chosen.length === 0 || chosen.includes(name))) {
+    const result = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), name], { stdio: 'inherit' });
+    if (result.status !== 0) process.exit(result.status ?? 1);
+  }
 }
