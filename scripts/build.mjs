@@ -1,5 +1,7 @@
 // Builds dist/: the library and CLI bundles, and the sandbox worker with the in-isolate prelude
 // (sandbox/prelude.ts) compiled to a string constant inside it.
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { build } from 'esbuild';
 import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -48,3 +50,7 @@ await build({
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
 });
+
+// Type declarations for library users (the bundles above carry no types).
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
