@@ -6,6 +6,7 @@ export default defineConfig({
     // Sandboxes are child processes; two cores are shared between test files and workers.
     pool: 'forks',
     maxWorkers: 2,
+    reporters: ['default', './tests/summary-reporter.ts'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },
