@@ -110,8 +110,10 @@ export class Sandbox {
       throw new TypeError(`A context must be a string or JSON-serializable value, got ${typeof value}`);
     }
     return this.exclusive(async () => {
+      // Recorded after the worker is up, so a worker started here does not load it twice.
+      const worker = await this.liveWorker();
       this.globals.set(name, value);
-      await this.loadGlobal(await this.liveWorker(), name, value);
+      await this.loadGlobal(worker, name, value);
     });
   }
 
@@ -121,8 +123,9 @@ export class Sandbox {
    */
   setTools(specs: { type: 'function'; function: { name: string } }[]): Promise<void> {
     return this.exclusive(async () => {
+      const worker = await this.liveWorker();
       this.toolSpecs = JSON.stringify(specs);
-      expectDone(await (await this.liveWorker()).request({ type: 'setTools', specs: this.toolSpecs }));
+      expectDone(await worker.request({ type: 'setTools', specs: this.toolSpecs }));
     });
   }
 
