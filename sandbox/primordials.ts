@@ -22,7 +22,6 @@ export const ArrayIsArray = Array.isArray;
 export const ArrayBufferIsView = ArrayBuffer.isView;
 export const ArrayPrototypePush = uncurry(Array.prototype.push) as <T>(array: T[], ...items: T[]) => number;
 export const ArrayPrototypeJoin = uncurry(Array.prototype.join) as (array: unknown[], separator?: string) => string;
-export const ArrayPrototypeSlice = uncurry(Array.prototype.slice) as <T>(array: T[], start?: number, end?: number) => T[];
 export const ArrayPrototypeFilter = uncurry(Array.prototype.filter) as <T>(
   array: T[],
   predicate: (value: T) => boolean,
@@ -33,7 +32,6 @@ export const StringPrototypeSplit = uncurry(String.prototype.split) as unknown a
 export const StringPrototypeTrim = uncurry(String.prototype.trim);
 export const StringPrototypeIncludes = uncurry(String.prototype.includes);
 export const StringPrototypeStartsWith = uncurry(String.prototype.startsWith);
-export const StringPrototypeRepeat = uncurry(String.prototype.repeat);
 export const StringPrototypeReplace = uncurry(String.prototype.replace) as (
   s: string,
   pattern: RegExp | string,
@@ -43,7 +41,6 @@ export const RegExpPrototypeTest = uncurry(RegExp.prototype.test);
 export const RegExpPrototypeToString = uncurry(RegExp.prototype.toString);
 export const DatePrototypeToISOString = uncurry(Date.prototype.toISOString);
 export const DatePrototypeGetTime = uncurry(Date.prototype.getTime);
-export const ErrorPrototypeToString = uncurry(Error.prototype.toString);
 export const FunctionPrototypeToString = uncurry(Function.prototype.toString);
 export const SymbolPrototypeToString = uncurry(Symbol.prototype.toString);
 export const BigIntPrototypeToString = uncurry(BigInt.prototype.toString);
@@ -68,9 +65,7 @@ export const PromisePrototypeThen = uncurry(Promise.prototype.then) as (
 ) => Promise<unknown>;
 export const JSONStringify = JSON.stringify;
 export const JSONParse = JSON.parse;
-export const NumberIsInteger = Number.isInteger;
 export const NumberParseInt = Number.parseInt;
-export const MathMin = Math.min;
 export const MathMax = Math.max;
 export const StringCtor = String;
 export const ErrorCtor = Error;

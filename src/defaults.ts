@@ -20,6 +20,18 @@ export const DEFAULTS = {
     /** Model calls one tool-calling loop may make before it gives up. */
     maxToolIterations: 10,
   },
+  engine: {
+    /** Root-model turns before the answer is forced in one more call. */
+    maxIterations: 30,
+    /** 1: no recursion; 2: one level of child RLMs. */
+    maxDepth: 1,
+    /** Child RLMs running at once per depth of the run tree. */
+    maxConcurrentChildren: 4,
+  },
+  cli: {
+    /** Root model when neither --model nor RLM_MODEL names one. */
+    model: 'gpt-5-mini',
+  },
   tools: {
     /** Parallel tool calls running at once in one executor batch. */
     maxConcurrency: 10,

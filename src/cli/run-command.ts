@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { RLM, type RLMOptions } from '../engine/rlm.js';
 import { RunLimitError } from '../engine/limits.js';
 import type { RlmResult } from '../engine/events.js';
+import { DEFAULTS } from '../defaults.js';
 import { RlmError } from '../errors.js';
 import { DEFAULT_PRICES } from '../lm/prices.js';
 import { loadContexts } from './contexts.js';
@@ -40,7 +41,7 @@ export interface CommandIo {
   interrupt: AbortSignal;
 }
 
-export const DEFAULT_MODEL = 'gpt-5-mini';
+export const DEFAULT_MODEL = DEFAULTS.cli.model;
 
 /** `rlm run`: answers one query and returns the exit code. */
 export async function runCommand(positionalQuery: string | undefined, flags: RunFlags, io: CommandIo): Promise<number> {

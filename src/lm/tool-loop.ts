@@ -1,3 +1,4 @@
+import { DEFAULTS } from '../defaults.js';
 import { ToolLoopError } from '../errors.js';
 import { toolErrorText, toolOutputText } from './tool-text.js';
 import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse, type ToolCall } from './types.js';
@@ -18,11 +19,9 @@ export interface ToolInvocation {
   arguments: Record<string, unknown>;
 }
 
-export const DEFAULT_MAX_TOOL_ITERATIONS = 10;
-
 export function* toolLoop(
   request: ChatRequest,
-  maxIterations = DEFAULT_MAX_TOOL_ITERATIONS,
+  maxIterations: number = DEFAULTS.lm.maxToolIterations,
 ): Generator<ToolLoopStep, string, ChatResponse | string[]> {
   const messages: ChatMessage[] = [...request.messages];
   const toolNames = new Set((request.tools ?? []).map((tool) => tool.function.name));
