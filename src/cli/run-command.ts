@@ -3,7 +3,7 @@ import { RLM, type RLMOptions } from '../engine/rlm.js';
 import { RunLimitError } from '../engine/limits.js';
 import type { RlmResult } from '../engine/events.js';
 import { DEFAULTS } from '../defaults.js';
-import { RlmError } from '../errors.js';
+import { ConfigurationError, type RlmError } from '../errors.js';
 import { DEFAULT_PRICES } from '../lm/prices.js';
 import { loadContexts } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
@@ -117,7 +117,7 @@ function readPromptFile(path: string): string {
 
 /** A run that failed or hit a limit: the partial answer (if any) on stdout, flagged; exit 1. */
 function reportFailure(error: unknown, flags: RunFlags, io: CommandIo): number {
-  if (error instanceof RlmError && error.code === 'configuration_error') throw new UsageError(error.message);
+  if (error instanceof ConfigurationError) throw error; // main() reports it as a usage error (exit 2)
   const message = error instanceof Error ? error.message : String(error);
   const partial = error instanceof RunLimitError ? error.partialAnswer : undefined;
   if (flags.json) {

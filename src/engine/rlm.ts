@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { transformSync } from 'esbuild';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { ConfigurationError } from '../errors.js';
@@ -20,6 +19,7 @@ import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } fro
 import { RunLimitError, TreeBudget } from './limits.js';
 import { Run, type RunSettings, type SessionState } from './run.js';
 import { TrajectoryLogger } from './trajectory.js';
+import { transpileTypeScript } from './typescript.js';
 
 /** Setup code run in the sandbox before the first block: JavaScript, TypeScript, or a file of either. */
 export type SetupCode = string | { code: string; language?: 'js' | 'ts' } | { file: string };
@@ -301,7 +301,7 @@ function loadSetupCode(setup: SetupCode | SetupCode[] | undefined): string[] {
 
 function transpileSetup(code: string, label: string): string {
   try {
-    return transformSync(code, { loader: 'ts' }).code;
+    return transpileTypeScript(code);
   } catch (error) {
     throw new ConfigurationError(`${label} is not valid TypeScript: ${(error as Error).message}`);
   }

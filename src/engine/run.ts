@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { transformSync } from 'esbuild';
 import PQueue from 'p-queue';
 import type { ModelGateway, ModelCallEvent } from '../lm/gateway.js';
 import type { ChatMessage, ChatRequest, ChatResponse } from '../lm/types.js';
@@ -16,6 +15,7 @@ import { itemResult, LlmQueries } from './llm-queries.js';
 import { parseReply, type CodeBlock } from './parsing.js';
 import { describeContext, promptTemplates, render } from './prompts.js';
 import type { TrajectoryLogger } from './trajectory.js';
+import { transpileTypeScript } from './typescript.js';
 
 /** Settings every run of a tree shares (resolved from the RLM options). */
 export interface RunSettings {
@@ -446,9 +446,9 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 
 function transpile(code: string): { code: string } | { error: { name: string; message: string; stack: string } } {
   try {
-    return { code: transformSync(code, { loader: 'ts' }).code };
+    return { code: transpileTypeScript(code) };
   } catch (error) {
-    const message = (error as Error).message.replace(/^Transform failed with \d+ errors?:\n/, '');
+    const { message } = error as Error;
     return { error: { name: 'SyntaxError', message, stack: `SyntaxError: ${message}` } };
   }
 }
