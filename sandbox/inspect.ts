@@ -6,27 +6,24 @@ import {
   ArrayPrototypeJoin,
   ArrayPrototypePush,
   BigIntPrototypeToString,
-  DateCtor,
   DatePrototypeGetTime,
   DatePrototypeToISOString,
-  ErrorCtor,
+  FunctionPrototypeHasInstance,
   FunctionPrototypeToString,
   JSONStringify,
-  MapCtor,
   MapPrototypeForEach,
   MapPrototypeGetSize,
   ObjectGetOwnPropertyDescriptor,
   ObjectGetPrototypeOf,
   ObjectPrototypeToString,
   PromiseCtor,
-  RegExpCtor,
-  RegExpPrototypeTest,
-  RegExpPrototypeToString,
   ReflectOwnKeys,
-  SetCtor,
+  RegExpPrototypeGetFlags,
+  RegExpPrototypeGetSource,
   SetPrototypeForEach,
   SetPrototypeGetSize,
   StringCtor,
+  StringPrototypeCharCodeAt,
   StringPrototypeIncludes,
   StringPrototypeSlice,
   StringPrototypeStartsWith,
@@ -35,13 +32,16 @@ import {
   WeakSetPrototypeAdd,
   WeakSetPrototypeDelete,
   WeakSetPrototypeHas,
+  descriptorValue,
+  isError,
+  newList,
 } from './primordials.js';
 
 const MAX_DEPTH = 3;
 const MAX_ITEMS = 100;
 const MAX_NESTED_STRING = 2_000;
 const LINE_WIDTH = 80;
-const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+const MAX_NAME_CHARS = 100;
 
 /** Formats a value for printing. Strings at the top level print raw, like console.log. */
 export function inspect(value: unknown): string {
@@ -61,8 +61,10 @@ export function describeType(value: unknown): string {
   if (typeof value === 'function') return 'function';
   if (typeof value !== 'object') return typeof value;
   try {
-    if (value instanceof MapCtor) return `Map(${MapPrototypeGetSize(value)})`;
-    if (value instanceof SetCtor) return `Set(${SetPrototypeGetSize(value)})`;
+    const mapSize = sizeOfMap(value);
+    if (mapSize !== undefined) return `Map(${mapSize})`;
+    const setSize = sizeOfSet(value);
+    if (setSize !== undefined) return `Set(${setSize})`;
     return constructorName(value) ?? 'object';
   } catch {
     return 'object';
@@ -71,7 +73,7 @@ export function describeType(value: unknown): string {
 
 function describeFailure(error: unknown): string {
   try {
-    return error instanceof ErrorCtor ? StringCtor(error.message) : typeof error;
+    return isError(error) ? (readOwnString(error, 'message') ?? 'Error') : typeof error;
   } catch {
     return 'unknown error';
   }
@@ -80,12 +82,66 @@ function describeFailure(error: unknown): string {
 function constructorName(value: object): string | undefined {
   const proto = ObjectGetPrototypeOf(value) as object | null;
   if (proto === null) return '[Object: null prototype]';
-  const descriptor = ObjectGetOwnPropertyDescriptor(proto, 'constructor');
-  const ctor = descriptor && 'value' in descriptor ? descriptor.value : undefined;
+  const ctor = descriptorValue(ObjectGetOwnPropertyDescriptor(proto, 'constructor')).value;
   if (typeof ctor !== 'function') return undefined;
-  const nameDescriptor = ObjectGetOwnPropertyDescriptor(ctor, 'name');
-  const name = nameDescriptor && 'value' in nameDescriptor ? nameDescriptor.value : undefined;
-  return typeof name === 'string' && name !== '' ? name : undefined;
+  const name = descriptorValue(ObjectGetOwnPropertyDescriptor(ctor, 'name')).value;
+  if (typeof name !== 'string' || name === '') return undefined;
+  return name.length > MAX_NAME_CHARS ? `${StringPrototypeSlice(name, 0, MAX_NAME_CHARS)}...` : name;
+}
+
+// Brand checks through captured getters: they throw for anything that is not a real Map or Set,
+// whatever its prototype chain or Symbol.hasInstance say.
+function sizeOfMap(value: object): number | undefined {
+  try {
+    return MapPrototypeGetSize(value as Map<unknown, unknown>);
+  } catch {
+    return undefined;
+  }
+}
+
+function sizeOfSet(value: object): number | undefined {
+  try {
+    return SetPrototypeGetSize(value as Set<unknown>);
+  } catch {
+    return undefined;
+  }
+}
+
+function dateText(value: object): string | undefined {
+  let time: number;
+  try {
+    time = DatePrototypeGetTime(value as Date);
+  } catch {
+    return undefined;
+  }
+  return time === time ? DatePrototypeToISOString(value as Date) : 'Invalid Date';
+}
+
+function regExpText(value: object): string | undefined {
+  let source: string;
+  try {
+    source = RegExpPrototypeGetSource(value as RegExp);
+  } catch {
+    return undefined;
+  }
+  let flags = '';
+  try {
+    flags = RegExpPrototypeGetFlags(value as RegExp);
+  } catch {
+    // flags reads properties model code may have replaced with throwing getters
+  }
+  return `/${source}/${flags}`;
+}
+
+function isIdentifier(key: string): boolean {
+  if (key.length === 0) return false;
+  for (let index = 0; index < key.length; index++) {
+    const code = StringPrototypeCharCodeAt(key, index);
+    const letter = (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95 || code === 36;
+    const digit = code >= 48 && code <= 57;
+    if (!letter && !(digit && index > 0)) return false;
+  }
+  return true;
 }
 
 function quote(text: string): string {
@@ -96,7 +152,7 @@ function quote(text: string): string {
 
 function formatKey(key: string | symbol): string {
   if (typeof key === 'symbol') return `[${SymbolPrototypeToString(key)}]`;
-  return RegExpPrototypeTest(IDENTIFIER, key) ? key : quote(key);
+  return isIdentifier(key) ? key : quote(key);
 }
 
 function formatPrimitive(value: unknown): string | undefined {
@@ -119,8 +175,8 @@ function formatPrimitive(value: unknown): string | undefined {
 }
 
 function formatFunction(fn: Function): string {
-  const nameDescriptor = ObjectGetOwnPropertyDescriptor(fn, 'name');
-  const name = nameDescriptor && 'value' in nameDescriptor ? nameDescriptor.value : '';
+  const shownName = descriptorValue(ObjectGetOwnPropertyDescriptor(fn, 'name')).value;
+  const name = typeof shownName === 'string' ? StringPrototypeSlice(shownName, 0, MAX_NAME_CHARS) : '';
   let source = '';
   try {
     source = FunctionPrototypeToString(fn);
@@ -138,13 +194,12 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
   const object = value as object;
   if (WeakSetPrototypeHas(seen, object)) return '[Circular]';
 
-  if (object instanceof ErrorCtor) return formatError(object);
-  if (object instanceof DateCtor) {
-    const time = DatePrototypeGetTime(object);
-    return time === time ? DatePrototypeToISOString(object) : 'Invalid Date';
-  }
-  if (object instanceof RegExpCtor) return RegExpPrototypeToString(object);
-  if (object instanceof PromiseCtor) return 'Promise { <pending or settled> }';
+  if (isError(object)) return formatError(object);
+  const date = dateText(object);
+  if (date !== undefined) return date;
+  const regExp = regExpText(object);
+  if (regExp !== undefined) return regExp;
+  if (FunctionPrototypeHasInstance(PromiseCtor, object)) return 'Promise { <pending or settled> }';
 
   const isArray = ArrayIsArray(object);
   const name = constructorName(object);
@@ -152,7 +207,7 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
 
   WeakSetPrototypeAdd(seen, object);
   try {
-    const entries: string[] = [];
+    const entries = newList<string>();
     let open = '{';
     let close = '}';
     let prefix = name && name !== 'Object' ? `${name} ` : '';
@@ -170,14 +225,14 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
         ArrayPrototypePush(entries, descriptor ? formatProperty(descriptor, child) : '<empty>');
       }
       if (array.length > shown) ArrayPrototypePush(entries, `... ${array.length - shown} more items`);
-    } else if (object instanceof MapCtor) {
-      prefix = `Map(${MapPrototypeGetSize(object)}) `;
-      MapPrototypeForEach(object, (item, key) => {
+    } else if (sizeOfMap(object) !== undefined) {
+      prefix = `Map(${sizeOfMap(object)}) `;
+      MapPrototypeForEach(object as Map<unknown, unknown>, (item, key) => {
         if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, `${child(key)} => ${child(item)}`);
       });
-    } else if (object instanceof SetCtor) {
-      prefix = `Set(${SetPrototypeGetSize(object)}) `;
-      SetPrototypeForEach(object, (item) => {
+    } else if (sizeOfSet(object) !== undefined) {
+      prefix = `Set(${sizeOfSet(object)}) `;
+      SetPrototypeForEach(object as Set<unknown>, (item) => {
         if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, child(item));
       });
     } else if (ArrayBufferIsView(object)) {
@@ -190,7 +245,8 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
     if (!isArray) {
       const keys = ReflectOwnKeys(object);
       let count = 0;
-      for (const key of keys) {
+      for (let index = 0; index < keys.length; index++) {
+        const key = keys[index]!;
         const descriptor = ObjectGetOwnPropertyDescriptor(object, key);
         if (!descriptor || !descriptor.enumerable) continue;
         if (++count > MAX_ITEMS) {
@@ -211,7 +267,8 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
 }
 
 function formatProperty(descriptor: PropertyDescriptor, child: (item: unknown) => string): string {
-  if ('value' in descriptor) return child(descriptor.value);
+  const data = descriptorValue(descriptor);
+  if (data.found) return child(data.value);
   if (descriptor.get && descriptor.set) return '[Getter/Setter]';
   return descriptor.get ? '[Getter]' : '[Setter]';
 }
@@ -229,7 +286,10 @@ export function readOwnString(object: object, key: string): string | undefined {
   let current: object | null = object;
   for (let hops = 0; current !== null && hops < 8; hops++) {
     const descriptor = ObjectGetOwnPropertyDescriptor(current, key);
-    if (descriptor) return 'value' in descriptor && typeof descriptor.value === 'string' ? descriptor.value : undefined;
+    if (descriptor) {
+      const { value } = descriptorValue(descriptor);
+      return typeof value === 'string' ? value : undefined;
+    }
     current = ObjectGetPrototypeOf(current) as object | null;
   }
   return undefined;

@@ -2,35 +2,58 @@
 // globals (print, console, FINAL, FINAL_VAR, SHOW_VARS, llm_query, ...) and the controller the
 // worker process uses to run blocks. The single host reference it receives stays in this closure:
 // no global, property or stack frame reachable from model code ever holds it.
+//
+// Model code runs in the same realm and may pollute every built-in. The prelude therefore uses only
+// the captured primordials and the helpers beside them (null-prototype lists, records and
+// descriptors, own-property reads, a JSON writer that ignores toJSON), never iterates or uses
+// `instanceof` on model-reachable objects, and bounds everything it reports.
 import { toolErrorText, toolOutputText } from '../src/lm/tool-text.js';
+import {
+  BLOCK_FILENAME,
+  BLOCK_HOOK,
+  REPORT_LIMITS,
+  RESERVED_SESSION_NAMES,
+  SESSION_NAME_PREFIXES,
+  type HostCallLimits,
+  type ToolSessionReply,
+} from '../src/sandbox/shared.js';
 import { describeType, inspect, readOwnString } from './inspect.js';
+import { toJsonText } from './json.js';
 import {
   ArrayIsArray,
-  ArrayPrototypeFilter,
   ArrayPrototypeJoin,
   ArrayPrototypePush,
   ArrayPrototypeSort,
   ErrorCtor,
+  FunctionPrototypeHasInstance,
   JSONParse,
   JSONStringify,
-  ObjectCreate,
+  MathMax,
+  NumberParseInt,
   ObjectDefineProperty,
   ObjectFreeze,
-  ObjectIsFrozen,
   ObjectGetOwnPropertyNames,
-  ObjectPrototypeHasOwnProperty,
+  ObjectHasOwn,
+  ObjectIsFrozen,
+  PromiseCtor,
   PromisePrototypeThen,
+  RangeErrorCtor,
   ReflectApply,
-  RegExpPrototypeTest,
+  StringPrototypeCharCodeAt,
   StringPrototypeIncludes,
-  StringPrototypeReplace,
+  StringPrototypeIndexOf,
   StringPrototypeSlice,
-  NumberParseInt,
-  MathMax,
-  StringPrototypeSplit,
+  StringPrototypeStartsWith,
   StringPrototypeTrim,
   TypeErrorCtor,
+  accessorDescriptor,
+  dataDescriptor,
   globalObject,
+  isError,
+  newList,
+  newRecord,
+  readOwn,
+  splitLines,
 } from './primordials.js';
 
 /** The isolated-vm Reference to the worker's host-call function, as seen inside the isolate. */
@@ -38,30 +61,26 @@ interface HostReference {
   applySync(receiver: undefined, args: [string]): string;
 }
 
-type HostReply = { ok: true; value: unknown } | { ok: false; error: { name: string; message: string } };
+type ToolHandlerFunction = (name: string, args: Record<string, unknown>) => unknown;
+type ErrorReport = { name: string; message: string; stack: string };
 
-export const PRELUDE_FILENAME = 'rlm-prelude';
-const BLOCK_FILENAME = 'block';
-/** Must match BLOCK_HOOK in src/sandbox/rewrite.ts. */
-const BLOCK_HOOK = '__rlm_block__';
-const STACK_FRAME = /^\s*at /;
-const BLOCK_POSITION = /block:(\d+):(\d+)/;
+const FROZEN = { writable: false, enumerable: false, configurable: false } as const;
 
-export function install(host: HostReference) {
+export function install(host: HostReference, limitsJson: string) {
   'use strict';
-  const globalNames: Record<string, true> = ObjectCreate(null);
-  const scaffoldValues: Record<string, unknown> = ObjectCreate(null);
+  const limits = JSONParse(limitsJson) as HostCallLimits;
+  const globalNames = newRecord<true>();
+  const scaffoldValues = newRecord<unknown>();
   // A model may assign to a scaffold name inside a block; the assignment is visible for the rest
   // of that block only, so a later block always sees the real function or context again.
-  let blockOverrides: Record<string, unknown> = ObjectCreate(null);
+  let blockOverrides = newRecord<unknown>();
 
-  let output: string[] = [];
-  let outputLength = 0;
+  let output = '';
   let droppedChars = 0;
   let outputLimit = 20_000;
   let finalAnswer: string | undefined;
   let wrapperFrame = '';
-  let columnShifts: [number, number, number][] = [];
+  let columnShifts: [number, number, number][] = newList();
   let outcome: { state: 'pending' } | { state: 'fulfilled'; value: unknown } | { state: 'rejected'; error: unknown } = {
     state: 'pending',
   };
@@ -69,38 +88,60 @@ export function install(host: HostReference) {
   function defineScaffold(name: string, value: unknown) {
     scaffoldValues[name] = value;
     if (globalNames[name]) return;
+    const getter = () => (name in blockOverrides ? blockOverrides[name] : scaffoldValues[name]);
+    const setter = (replacement: unknown) => {
+      blockOverrides[name] = replacement;
+    };
+    try {
+      ObjectDefineProperty(globalObject, name, accessorDescriptor(getter, setter));
+    } catch {
+      throw new TypeErrorCtor(
+        `${name} cannot be loaded: model code already defined a variable with that name that cannot be replaced. ` +
+          'Start a new session, or use a name other than context_N and history_N for variables.',
+      );
+    }
     globalNames[name] = true;
-    ObjectDefineProperty(globalObject, name, {
-      configurable: false,
-      enumerable: false,
-      get: () => (name in blockOverrides ? blockOverrides[name] : scaffoldValues[name]),
-      set: (replacement: unknown) => {
-        blockOverrides[name] = replacement;
-      },
-    });
   }
 
+  let sessionNamesReserved = false;
+  function reserveSessionNames() {
+    sessionNamesReserved = true;
+    for (let prefixIndex = 0; prefixIndex < SESSION_NAME_PREFIXES.length; prefixIndex++) {
+      for (let index = 0; index < RESERVED_SESSION_NAMES; index++) {
+        const name = `${SESSION_NAME_PREFIXES[prefixIndex]}${index}`;
+        if (!globalNames[name]) defineScaffold(name, undefined);
+      }
+    }
+  }
+
+  function isSessionName(name: string) {
+    for (let index = 0; index < SESSION_NAME_PREFIXES.length; index++) {
+      if (StringPrototypeStartsWith(name, SESSION_NAME_PREFIXES[index]!)) return true;
+    }
+    return false;
+  }
+
+  // ---- output ----------------------------------------------------------------------------------
+
   function write(text: string) {
-    const room = outputLimit - outputLength;
+    const room = outputLimit - output.length;
     if (room <= 0) {
       droppedChars += text.length;
       return;
     }
     const kept = text.length <= room ? text : StringPrototypeSlice(text, 0, room);
-    ArrayPrototypePush(output, kept);
-    outputLength += kept.length;
+    output += kept;
     droppedChars += text.length - kept.length;
   }
 
   function printLine(args: unknown[]) {
-    const parts: string[] = [];
+    const parts = newList<string>();
     for (let index = 0; index < args.length; index++) ArrayPrototypePush(parts, cleanInspect(args[index]));
     write(`${ArrayPrototypeJoin(parts, ' ')}\n`);
   }
 
   function cleanInspect(value: unknown): string {
-    if (value instanceof ErrorCtor) return describeError(value).stack;
-    return inspect(value);
+    return isError(value) ? describeError(value).stack : inspect(value);
   }
 
   function print(...args: unknown[]) {
@@ -119,16 +160,15 @@ export function install(host: HostReference) {
     table: (value: unknown) => printLine([value]),
   });
 
-  // ---- final answers -------------------------------------------------------------------------
+  // ---- final answers ---------------------------------------------------------------------------
 
   function serializeFinal(value: unknown): string {
     if (typeof value === 'string') return value;
     if (value !== null && typeof value === 'object') {
       try {
-        const json = JSONStringify(value);
-        if (typeof json === 'string') return json;
+        return toJsonText(value, limits);
       } catch {
-        // Cycles and BigInts cannot be JSON: fall back to the printed form.
+        // Cycles, functions and BigInts cannot be JSON: fall back to the printed form.
       }
     }
     return inspect(value);
@@ -148,10 +188,10 @@ export function install(host: HostReference) {
     }
     const name = StringPrototypeTrim(nameOrValue);
     if (!isUserVariable(name) && !globalNames[name]) {
-      const known = userVariableNames();
+      const known = listVariables();
       write(
-        `FINAL_VAR error: no variable named ${JSONStringify(name)}. ` +
-          (known.length ? `Defined variables: ${ArrayPrototypeJoin(known, ', ')}. ` : 'No variables are defined yet. ') +
+        `FINAL_VAR error: no variable named ${JSONStringify(clip(name, REPORT_LIMITS.variableNameChars))}. ` +
+          (known.total > 0 ? `Defined variables: ${namesOf(known)}. ` : 'No variables are defined yet. ') +
           'Assign the answer to a variable first, or call FINAL(value). The run continues.\n',
       );
       return;
@@ -159,114 +199,148 @@ export function install(host: HostReference) {
     finalAnswer = serializeFinal((globalObject as Record<string, unknown>)[name]);
   }
 
-  // ---- variables -----------------------------------------------------------------------------
+  // ---- variables -------------------------------------------------------------------------------
 
-  const builtinNames: Record<string, true> = ObjectCreate(null);
+  const builtinNames = newRecord<true>();
   function isUserVariable(name: string) {
-    return ObjectPrototypeHasOwnProperty(globalObject, name) && !builtinNames[name] && !globalNames[name];
+    return ObjectHasOwn(globalObject, name) && !builtinNames[name] && !globalNames[name];
   }
-  function userVariableNames(): string[] {
-    return ArrayPrototypeSort(ArrayPrototypeFilter(ObjectGetOwnPropertyNames(globalObject), isUserVariable));
-  }
-  function listVariables() {
-    const variables: { name: string; type: string }[] = [];
-    for (const name of userVariableNames()) {
+
+  /** The model's variables, sorted, at most REPORT_LIMITS.variables of them, with the total. */
+  function listVariables(): { shown: { name: string; type: string }[]; total: number } {
+    const all = ObjectGetOwnPropertyNames(globalObject);
+    const names = newList<string>();
+    for (let index = 0; index < all.length; index++) if (isUserVariable(all[index]!)) ArrayPrototypePush(names, all[index]!);
+    ArrayPrototypeSort(names);
+    const shown = newList<{ name: string; type: string }>();
+    const count = names.length < REPORT_LIMITS.variables ? names.length : REPORT_LIMITS.variables;
+    for (let index = 0; index < count; index++) {
+      const name = names[index]!;
       let type: string;
       try {
         type = describeType((globalObject as Record<string, unknown>)[name]);
       } catch {
         type = 'unknown';
       }
-      ArrayPrototypePush(variables, { name, type });
+      const variable = newRecord<string>();
+      variable.name = clip(name, REPORT_LIMITS.variableNameChars);
+      variable.type = clip(type, REPORT_LIMITS.variableTypeChars);
+      ArrayPrototypePush(shown, variable as { name: string; type: string });
     }
-    return variables;
+    return { shown, total: names.length };
+  }
+
+  function namesOf(variables: { shown: { name: string }[]; total: number }): string {
+    const names = newList<string>();
+    for (let index = 0; index < variables.shown.length; index++) ArrayPrototypePush(names, variables.shown[index]!.name);
+    const more = variables.total - variables.shown.length;
+    return `${ArrayPrototypeJoin(names, ', ')}${more > 0 ? ` and ${more} more` : ''}`;
   }
 
   function SHOW_VARS() {
     const variables = listVariables();
-    if (variables.length === 0) {
+    if (variables.total === 0) {
       write('No variables defined yet.\n');
       return;
     }
-    const lines: string[] = [];
-    for (const variable of variables) ArrayPrototypePush(lines, `  ${variable.name}: ${variable.type}`);
+    const lines = newList<string>();
+    for (let index = 0; index < variables.shown.length; index++) {
+      const variable = variables.shown[index]!;
+      ArrayPrototypePush(lines, `  ${variable.name}: ${variable.type}`);
+    }
+    const more = variables.total - variables.shown.length;
+    if (more > 0) ArrayPrototypePush(lines, `  ... and ${more} more`);
     write(`Variables:\n${ArrayPrototypeJoin(lines, '\n')}\n`);
   }
 
-  // ---- host calls ----------------------------------------------------------------------------
-
-  function toJson(kind: string, payload: Record<string, unknown>): string {
-    try {
-      const json = JSONStringify({ kind, ...payload }, (_key, value: unknown) => {
-        if (typeof value === 'symbol') throw new TypeErrorCtor('a Symbol cannot be sent');
-        if (typeof value === 'function') throw new TypeErrorCtor('a function cannot be sent');
-        return value;
-      });
-      if (typeof json !== 'string') throw new TypeErrorCtor('nothing to send');
-      return json;
-    } catch (error) {
-      const reason = error instanceof ErrorCtor ? describeError(error).message : 'the value cannot be read';
-      throw new TypeErrorCtor(`${kind}: arguments cannot be sent to the host (${reason}). Pass plain strings, numbers, arrays and objects.`);
-    }
-  }
+  // ---- host calls ------------------------------------------------------------------------------
 
   function callHost(kind: string, payload: Record<string, unknown>): unknown {
-    const request = toJson(kind, payload);
-    const reply = JSONParse(host.applySync(undefined, [request])) as HostReply;
-    if (reply.ok) return reply.value;
-    const error = new ErrorCtor(reply.error.message);
-    ObjectDefineProperty(error, 'name', { value: reply.error.name, enumerable: false, configurable: true, writable: true });
+    payload.kind = kind;
+    let request: string;
+    try {
+      request = toJsonText(payload, limits);
+    } catch (error) {
+      const reason = isError(error) ? describeError(error).message : 'the value cannot be read';
+      const Ctor = FunctionPrototypeHasInstance(RangeErrorCtor, error) ? RangeErrorCtor : TypeErrorCtor;
+      throw new Ctor(`${kind}: the arguments cannot be sent to the host (${reason}). Pass plain strings, numbers, arrays and objects, and send less at once.`);
+    }
+    const reply = JSONParse(host.applySync(undefined, [request])) as object;
+    if (readOwn(reply, 'ok') === true) return readOwn(reply, 'value');
+    const failure = readOwn(reply, 'error') as object;
+    const error = new ErrorCtor(readOwnString(failure, 'message') ?? 'the host call failed');
+    ObjectDefineProperty(error, 'name', dataDescriptor(readOwnString(failure, 'name') ?? 'Error', { writable: true, enumerable: false, configurable: true }));
     throw error;
   }
 
-  type ToolHandlerFunction = (name: string, args: Record<string, unknown>) => unknown;
-  type ToolSessionReply =
-    | { done: true; value: unknown }
-    | { done: false; session: string; requests: { id: string; name: string; arguments: Record<string, unknown> }[] };
-
-  // The second argument of every query function: a model name, or an options object.
-  function optionsObject(kind: string, options: unknown): Record<string, unknown> {
-    if (options === undefined || options === null) return {};
-    if (typeof options === 'string') return { model: options };
+  // The second argument of every query function: a model name, or an options object. Only the
+  // options' own properties count: a polluted Object.prototype.model must not reroute queries.
+  function optionsObject(kind: string, options: unknown): object | undefined {
+    if (options === undefined || options === null || typeof options === 'string') return undefined;
     if (typeof options !== 'object' || ArrayIsArray(options)) {
       throw new TypeErrorCtor(`${kind}: the second argument must be a model name or an options object.`);
     }
-    return options as Record<string, unknown>;
+    return options;
   }
 
-  function queryOptions(kind: string, options: unknown): { payload: Record<string, unknown>; handler?: ToolHandlerFunction } {
-    const { model, response_format, tools, tool_choice, tool_handler: handler } = optionsObject(kind, options);
-    if (tools !== undefined && tools !== null) {
-      if (typeof handler !== 'function') {
-        throw new TypeErrorCtor(`${kind}: tool_handler is required when tools are provided (a function (name, args) => result).`);
-      }
-      return { payload: { model, response_format, tools, tool_choice }, handler: handler as ToolHandlerFunction };
+  function modelOption(kind: string, options: unknown): unknown {
+    const object = optionsObject(kind, options);
+    return object === undefined ? (options ?? undefined) : readOwn(object, 'model');
+  }
+
+  function queryOptions(kind: string, options: unknown): { payload: Record<string, unknown>; handler: ToolHandlerFunction | undefined } {
+    const payload = newRecord<unknown>();
+    payload.model = modelOption(kind, options);
+    const object = optionsObject(kind, options);
+    if (object === undefined) return { payload, handler: undefined };
+    payload.response_format = readOwn(object, 'response_format');
+    payload.tool_choice = readOwn(object, 'tool_choice');
+    const tools = readOwn(object, 'tools');
+    if (tools === undefined || tools === null) return { payload, handler: undefined };
+    const handler = readOwn(object, 'tool_handler');
+    if (typeof handler !== 'function') {
+      throw new TypeErrorCtor(`${kind}: tool_handler is required when tools are provided (a function (name, args) => result).`);
     }
-    return { payload: { model, response_format, tool_choice } };
+    payload.tools = tools;
+    return { payload, handler: handler as ToolHandlerFunction };
   }
 
   // With tools, the host runs the tool-calling loop and hands each round of tool calls back here,
   // because the handler is sandbox code and only sandbox code can call it.
   function queryWithTools(kind: string, payload: Record<string, unknown>, handler: ToolHandlerFunction): unknown {
-    let reply = callHost(kind, payload) as ToolSessionReply;
-    while (!reply.done) {
-      const results: { id: string; output: string }[] = [];
-      for (const request of reply.requests) {
-        let output: string;
-        try {
-          const value = ReflectApply(handler, undefined, [request.name, request.arguments]);
-          if (value !== null && typeof value === 'object' && typeof (value as { then?: unknown }).then === 'function') {
-            throw new TypeErrorCtor('the tool handler returned a Promise; write it as a normal function (llm_query and tool_handler inside it are synchronous)');
-          }
-          output = toolOutputText(value);
-        } catch (error) {
-          output = toolErrorText(request.name, error);
-        }
-        ArrayPrototypePush(results, { id: request.id, output });
+    let reply = callHost(kind, payload) as object;
+    while (readOwn(reply, 'done') !== true) {
+      const results = newList<Record<string, unknown>>();
+      const requests = readOwn(reply, 'requests') as Extract<ToolSessionReply, { done: false }>['requests'];
+      for (let index = 0; index < requests.length; index++) {
+        const request = requests[index]!;
+        const result = newRecord<unknown>();
+        result.id = request.id;
+        result.output = runToolHandler(handler, request.name, request.arguments);
+        ArrayPrototypePush(results, result);
       }
-      reply = callHost('tool_results', { session: reply.session, results }) as ToolSessionReply;
+      const next = newRecord<unknown>();
+      next.session = readOwn(reply, 'session');
+      next.results = results;
+      reply = callHost('tool_results', next) as object;
     }
-    return reply.value;
+    return readOwn(reply, 'value');
+  }
+
+  function runToolHandler(handler: ToolHandlerFunction, name: string, args: Record<string, unknown>): string {
+    try {
+      const value = ReflectApply(handler, undefined, [name, args]);
+      if (FunctionPrototypeHasInstance(PromiseCtor, value)) {
+        throw new TypeErrorCtor('the tool handler returned a Promise; write it as a normal function (llm_query and tool_handler inside it are synchronous)');
+      }
+      return toolText(value);
+    } catch (error) {
+      return toolErrorText(name, isError(error) ? (readOwnString(error, 'message') ?? '') : inspect(error));
+    }
+  }
+
+  function toolText(value: unknown): string {
+    return toolOutputText(value, (data) => toJsonText(data, limits));
   }
 
   function checkPrompt(kind: string, prompt: unknown) {
@@ -277,33 +351,49 @@ export function install(host: HostReference) {
 
   function checkPrompts(kind: string, prompts: unknown) {
     if (!ArrayIsArray(prompts)) throw new TypeErrorCtor(`${kind}: expected an array of prompts, got ${describeType(prompts)}.`);
+    if (prompts.length > limits.maxBatchItems) {
+      throw new RangeErrorCtor(
+        `${kind}: at most ${limits.maxBatchItems} prompts fit in one call, got ${prompts.length}. Split the batch into several calls.`,
+      );
+    }
     for (let index = 0; index < prompts.length; index++) checkPrompt(`${kind}[${index}]`, prompts[index]);
   }
 
   function llm_query(prompt: unknown, options?: unknown) {
     checkPrompt('llm_query', prompt);
     const { payload, handler } = queryOptions('llm_query', options);
-    if (handler) return queryWithTools('llm_query', { prompt, ...payload }, handler);
-    return callHost('llm_query', { prompt, ...payload });
+    payload.prompt = prompt;
+    return handler ? queryWithTools('llm_query', payload, handler) : callHost('llm_query', payload);
   }
   function llm_query_batched(prompts: unknown, options?: unknown) {
     checkPrompts('llm_query_batched', prompts);
     const { payload, handler } = queryOptions('llm_query_batched', options);
-    if (handler) return queryWithTools('llm_query_batched', { prompts, ...payload }, handler);
-    return callHost('llm_query_batched', { prompts, ...payload });
+    payload.prompts = prompts;
+    return handler ? queryWithTools('llm_query_batched', payload, handler) : callHost('llm_query_batched', payload);
   }
   function rlm_query(prompt: unknown, options?: unknown) {
     checkPrompt('rlm_query', prompt);
-    return callHost('rlm_query', { prompt, model: optionsObject('rlm_query', options).model });
+    const payload = newRecord<unknown>();
+    payload.prompt = prompt;
+    payload.model = modelOption('rlm_query', options);
+    return callHost('rlm_query', payload);
   }
   function rlm_query_batched(prompts: unknown, options?: unknown) {
     checkPrompts('rlm_query_batched', prompts);
-    return callHost('rlm_query_batched', { prompts, model: optionsObject('rlm_query_batched', options).model });
+    const payload = newRecord<unknown>();
+    payload.prompts = prompts;
+    payload.model = modelOption('rlm_query_batched', options);
+    return callHost('rlm_query_batched', payload);
+  }
+  function callTool(name: string, args: unknown): unknown {
+    const payload = newRecord<unknown>();
+    payload.name = name;
+    payload.arguments = args ?? newRecord();
+    return callHost('tool_call', payload);
   }
   function tool_handler(name: unknown, args?: unknown) {
     if (typeof name !== 'string') throw new TypeErrorCtor(`tool_handler: the tool name must be a string, got ${describeType(name)}.`);
-    const value = callHost('tool_call', { name, arguments: args ?? {} });
-    return typeof value === 'string' ? value : JSONStringify(value);
+    return toolText(callTool(name, args));
   }
 
   const scaffold: Record<string, unknown> = {
@@ -319,98 +409,163 @@ export function install(host: HostReference) {
     tool_handler,
     context: undefined,
   };
-  for (const name of ObjectGetOwnPropertyNames(scaffold)) defineScaffold(name, scaffold[name]);
+  const scaffoldNames = ObjectGetOwnPropertyNames(scaffold);
+  for (let index = 0; index < scaffoldNames.length; index++) defineScaffold(scaffoldNames[index]!, scaffold[scaffoldNames[index]!]);
   // Every rewritten block hands its promise to this hook in the same script, so a rejection is
   // handled before the microtask checkpoint (isolated-vm rethrows unhandled rejections).
-  ObjectDefineProperty(globalObject, BLOCK_HOOK, {
-    value: (promise: Promise<unknown>) => {
-      PromisePrototypeThen(
-        promise,
-        (value) => {
-          outcome = { state: 'fulfilled', value };
-        },
-        (error) => {
-          outcome = { state: 'rejected', error };
-        },
-      );
-    },
-    writable: false,
-    enumerable: false,
-    configurable: false,
-  });
+  ObjectDefineProperty(globalObject, BLOCK_HOOK, dataDescriptor(watchBlock, FROZEN));
   // Atomics.wait would park the isolate thread outside any timeout's reach; nothing in a
   // single-threaded sandbox needs it.
-  ObjectDefineProperty(Atomics, 'wait', { value: undefined, writable: false, configurable: false });
-  for (const name of ObjectGetOwnPropertyNames(globalObject)) builtinNames[name] = true;
+  ObjectDefineProperty(Atomics, 'wait', dataDescriptor(undefined, FROZEN));
+  // WebAssembly memories live outside the isolate's heap limit (two of them took a worker far past
+  // a 64 MB limit), and nothing model code does needs them.
+  delete (globalObject as { WebAssembly?: unknown }).WebAssembly;
+  const initialNames = ObjectGetOwnPropertyNames(globalObject);
+  for (let index = 0; index < initialNames.length; index++) builtinNames[initialNames[index]!] = true;
+
+  function watchBlock(promise: Promise<unknown>) {
+    // `then` would take a species constructor from promise.constructor, which model code can reach
+    // through Promise.prototype; an own undefined `constructor` makes it use the built-in Promise.
+    ObjectDefineProperty(promise, 'constructor', dataDescriptor(undefined, FROZEN));
+    PromisePrototypeThen(
+      promise,
+      (value) => {
+        outcome = { state: 'fulfilled', value };
+      },
+      (error) => {
+        outcome = { state: 'rejected', error };
+      },
+    );
+  }
 
   // Scaffold values are shared by every block: nothing inside them may be changed by model code.
   // Iterative, so deeply nested JSON cannot overflow the stack.
   function deepFreeze<T>(value: T): T {
-    const pending: unknown[] = [value];
+    const pending = newList<unknown>();
+    ArrayPrototypePush(pending, value);
     while (pending.length > 0) {
-      const item = pending.pop();
+      const item = pending[pending.length - 1];
+      pending.length -= 1;
       if (item === null || typeof item !== 'object' || ObjectIsFrozen(item)) continue;
       ObjectFreeze(item);
-      for (const key of ObjectGetOwnPropertyNames(item)) ArrayPrototypePush(pending, (item as Record<string, unknown>)[key]);
+      const keys = ObjectGetOwnPropertyNames(item);
+      for (let index = 0; index < keys.length; index++) ArrayPrototypePush(pending, (item as Record<string, unknown>)[keys[index]!]);
     }
     return value;
   }
 
-  // ---- errors --------------------------------------------------------------------------------
+  // ---- errors ----------------------------------------------------------------------------------
 
-  function describeError(error: unknown): { name: string; message: string; stack: string } {
-    if (error instanceof ErrorCtor) {
-      const name = readOwnString(error, 'name') ?? 'Error';
-      const message = readOwnString(error, 'message') ?? '';
+  function describeError(error: unknown): ErrorReport {
+    if (isError(error)) {
+      const name = clip(readOwnString(error, 'name') ?? 'Error', REPORT_LIMITS.errorNameChars);
+      const message = clip(readOwnString(error, 'message') ?? '', REPORT_LIMITS.errorMessageChars);
       const rawStack = readOwnString(error, 'stack');
       const header = message ? `${name}: ${message}` : name;
       return { name, message, stack: rawStack ? cleanStack(rawStack, header) : header };
     }
-    const shown = inspect(error);
+    const shown = clip(inspect(error), REPORT_LIMITS.errorMessageChars);
     return { name: 'Uncaught', message: shown, stack: `Uncaught ${shown}` };
   }
 
   // Only frames in model code are useful (and safe) to show: drop the prelude and isolate plumbing.
   function cleanStack(stack: string, header: string): string {
-    const kept: string[] = [header];
-    for (const line of StringPrototypeSplit(stack, '\n')) {
-      if (!RegExpPrototypeTest(STACK_FRAME, line) || !StringPrototypeIncludes(line, `${BLOCK_FILENAME}:`)) continue;
+    const kept = newList<string>();
+    ArrayPrototypePush(kept, header);
+    const lines = splitLines(stack);
+    for (let index = 0; index < lines.length && kept.length <= REPORT_LIMITS.stackFrames; index++) {
+      const line = lines[index]!;
+      if (!StringPrototypeStartsWith(StringPrototypeTrim(line), 'at ') || !StringPrototypeIncludes(line, `${BLOCK_FILENAME}:`)) continue;
       if (StringPrototypeIncludes(line, wrapperFrame)) continue;
-      ArrayPrototypePush(kept, StringPrototypeReplace(line, BLOCK_POSITION, (_match, row: string, column: string) => {
-        const original = originalColumn(NumberParseInt(row, 10), NumberParseInt(column, 10));
-        return `${BLOCK_FILENAME}:${row}:${original}`;
-      }));
+      ArrayPrototypePush(kept, clip(mapBlockPosition(line), REPORT_LIMITS.stackLineChars));
     }
     return ArrayPrototypeJoin(kept, '\n');
+  }
+
+  /** Rewrites `block:ROW:COLUMN` in a stack line to the column the model wrote. */
+  function mapBlockPosition(line: string): string {
+    const marker = `${BLOCK_FILENAME}:`;
+    const at = StringPrototypeIndexOf(line, marker);
+    const row = readDigits(line, at + marker.length);
+    if (at === -1 || row.end === at + marker.length || StringPrototypeCharCodeAt(line, row.end) !== 58 /* : */) return line;
+    const column = readDigits(line, row.end + 1);
+    if (column.end === row.end + 1) return line;
+    const mapped = originalColumn(row.value, column.value);
+    return `${StringPrototypeSlice(line, 0, at)}${marker}${row.value}:${mapped}${StringPrototypeSlice(line, column.end)}`;
+  }
+
+  function readDigits(text: string, start: number): { value: number; end: number } {
+    let end = start;
+    for (let code = StringPrototypeCharCodeAt(text, end); code >= 48 && code <= 57; code = StringPrototypeCharCodeAt(text, end)) end++;
+    return { value: end > start ? NumberParseInt(StringPrototypeSlice(text, start, end), 10) : 0, end };
   }
 
   // Maps a 1-based column of the rewritten block back to the column the model wrote.
   function originalColumn(row: number, column: number): number {
     let shift = 0;
     let editEnd = 0;
-    for (const [line, at, lineShift] of columnShifts) {
-      if (line === row && at <= column - 1) {
-        shift = lineShift;
-        editEnd = at;
+    for (let index = 0; index < columnShifts.length; index++) {
+      const edit = columnShifts[index]!;
+      if (edit[0] === row && edit[1] <= column - 1) {
+        shift = edit[2];
+        editEnd = edit[1];
       }
     }
     return MathMax(column - shift, editEnd - shift + 1, 1);
   }
 
-  // ---- the controller the worker drives --------------------------------------------------------
+  // ---- the block report --------------------------------------------------------------------------
+
+  function pendingError(): ErrorReport {
+    const message =
+      'The block ended while still awaiting a promise that nothing can settle (there are no timers or ' +
+      'background tasks in the sandbox). Await only llm_query/tool results or promises your code resolves.';
+    return { name: 'PendingPromiseError', message, stack: '' };
+  }
+
+  function collect(showResult: boolean): string {
+    let error: ErrorReport | undefined;
+    if (outcome.state === 'rejected') error = describeError(outcome.error);
+    else if (outcome.state === 'pending') error = pendingError();
+    else if (showResult && outcome.value !== undefined) {
+      const value = outcome.value;
+      write(`${typeof value === 'string' ? JSONStringify(value) : cleanInspect(value)}\n`);
+    }
+    blockOverrides = newRecord();
+    const variables = listVariables();
+    const report = newRecord<unknown>();
+    report.stdout = output;
+    report.droppedChars = droppedChars;
+    if (error) report.error = plainRecord(error);
+    report.final = finalAnswer;
+    report.variables = variables.shown;
+    report.omittedVariables = variables.total - variables.shown.length;
+    return toJsonText(report, { maxChars: 2 ** 53, maxDepth: 4 });
+  }
+
+  function plainRecord(error: ErrorReport): Record<string, unknown> {
+    const record = newRecord<unknown>();
+    record.name = error.name;
+    record.message = error.message;
+    record.stack = error.stack;
+    return record;
+  }
+
+  // ---- the controller the worker drives ------------------------------------------------------------
 
   return ObjectFreeze({
     setGlobal(name: string, value: unknown, format: 'text' | 'json') {
+      if (!sessionNamesReserved && isSessionName(name)) reserveSessionNames();
       defineScaffold(name, format === 'json' ? deepFreeze(JSONParse(value as string)) : value);
     },
     // Host tools: TOOLS holds their OpenAI schemas (for llm_query's `tools` option), and
     // tools.NAME(args) calls one and returns its result as a value.
     setTools(specsJson: string) {
       const specs = JSONParse(specsJson) as { function: { name: string } }[];
-      const callable: Record<string, (args?: unknown) => unknown> = ObjectCreate(null);
-      for (const spec of specs) {
-        const name = spec.function.name;
-        callable[name] = (args?: unknown) => callHost('tool_call', { name, arguments: args ?? {} });
+      const callable = newRecord<(args?: unknown) => unknown>();
+      for (let index = 0; index < specs.length; index++) {
+        const name = specs[index]!.function.name;
+        callable[name] = (args?: unknown) => callTool(name, args);
       }
       defineScaffold('TOOLS', deepFreeze(specs));
       defineScaffold('tools', ObjectFreeze(callable));
@@ -418,37 +573,18 @@ export function install(host: HostReference) {
     beginBlock(limit: number, wrapperLine: number, columnShiftsJson: string) {
       wrapperFrame = `${BLOCK_FILENAME}:${wrapperLine}:`;
       columnShifts = JSONParse(columnShiftsJson) as [number, number, number][];
-      output = [];
-      outputLength = 0;
+      output = '';
       droppedChars = 0;
       outputLimit = limit;
       finalAnswer = undefined;
-      blockOverrides = ObjectCreate(null);
+      blockOverrides = newRecord();
       outcome = { state: 'pending' };
     },
-    collect(showResult: boolean): string {
-      let error: { name: string; message: string; stack: string } | undefined;
-      if (outcome.state === 'rejected') error = describeError(outcome.error);
-      else if (outcome.state === 'pending') {
-        error = {
-          name: 'PendingPromiseError',
-          message:
-            'The block ended while still awaiting a promise that nothing can settle (there are no timers or ' +
-            'background tasks in the sandbox). Await only llm_query/tool results or promises your code resolves.',
-          stack: '',
-        };
-      } else if (showResult && outcome.value !== undefined) {
-        const value = outcome.value;
-        write(`${typeof value === 'string' ? JSONStringify(value) : cleanInspect(value)}\n`);
-      }
-      blockOverrides = ObjectCreate(null);
-      return JSONStringify({
-        stdout: ArrayPrototypeJoin(output, ''),
-        droppedChars,
-        error,
-        final: finalAnswer,
-        variables: listVariables(),
-      });
-    },
+    collect,
   });
+}
+
+/** Cuts text to `max` characters, saying how much was cut. */
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${StringPrototypeSlice(text, 0, max)}... (${text.length - max} more chars)`;
 }

@@ -1,11 +1,16 @@
-// Builtins captured before any model code runs. Model code may replace `JSON.stringify`,
-// `Array.prototype.push` or `Object.keys`; the prelude keeps working because it only ever calls
-// the originals captured here (the same idea as Node's internal "primordials").
+// Builtins captured before any model code runs (the same idea as Node's internal "primordials").
+// Model code may replace `JSON.stringify`, `Array.prototype.push`, `Reflect.apply` or
+// `Symbol.hasInstance`, or add `Object.prototype.toJSON`; the prelude keeps working because it only
+// calls the originals captured here, and only in ways that look nothing up at call time:
+//
+// - methods are uncurried with `bind` at capture time (a bound function calls its target directly,
+//   unlike a wrapper that looks `Reflect.apply` up on every call);
+// - nothing here takes an iterator, a species constructor, a regular expression or `toJSON` from a
+//   model-reachable object: those are protocols model code can hook.
 
-const uncurry =
-  <T, A extends unknown[], R>(method: (this: T, ...args: A) => R) =>
-  (self: T, ...args: A): R =>
-    Reflect.apply(method, self, args) as R;
+const { bind, call } = Function.prototype;
+// uncurryThis(fn)(self, ...args) === fn.call(self, ...args), fixed now, whatever model code changes later.
+const uncurryThis = bind.bind(call) as <T, A extends unknown[], R>(method: (this: T, ...args: A) => R) => (self: T, ...args: A) => R;
 
 export const ReflectApply = Reflect.apply;
 export const ReflectOwnKeys = Reflect.ownKeys;
@@ -13,52 +18,43 @@ export const ObjectDefineProperty = Object.defineProperty;
 export const ObjectGetOwnPropertyNames = Object.getOwnPropertyNames;
 export const ObjectGetOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
 export const ObjectGetPrototypeOf = Object.getPrototypeOf;
+export const ObjectSetPrototypeOf = Object.setPrototypeOf;
 export const ObjectFreeze = Object.freeze;
 export const ObjectIsFrozen = Object.isFrozen;
 export const ObjectCreate = Object.create;
-export const ObjectPrototypeToString = uncurry(Object.prototype.toString);
-export const ObjectPrototypeHasOwnProperty = uncurry(Object.prototype.hasOwnProperty);
+export const ObjectKeys = Object.keys;
+export const ObjectHasOwn = Object.hasOwn as (object: object, key: PropertyKey) => boolean;
+export const ObjectPrototypeToString = uncurryThis(Object.prototype.toString);
 export const ArrayIsArray = Array.isArray;
 export const ArrayBufferIsView = ArrayBuffer.isView;
-export const ArrayPrototypePush = uncurry(Array.prototype.push) as <T>(array: T[], ...items: T[]) => number;
-export const ArrayPrototypeJoin = uncurry(Array.prototype.join) as (array: unknown[], separator?: string) => string;
-export const ArrayPrototypeFilter = uncurry(Array.prototype.filter) as <T>(
-  array: T[],
-  predicate: (value: T) => boolean,
-) => T[];
-export const ArrayPrototypeSort = uncurry(Array.prototype.sort) as <T>(array: T[]) => T[];
-export const StringPrototypeSlice = uncurry(String.prototype.slice);
-export const StringPrototypeSplit = uncurry(String.prototype.split) as unknown as (s: string, separator: string) => string[];
-export const StringPrototypeTrim = uncurry(String.prototype.trim);
-export const StringPrototypeIncludes = uncurry(String.prototype.includes);
-export const StringPrototypeStartsWith = uncurry(String.prototype.startsWith);
-export const StringPrototypeReplace = uncurry(String.prototype.replace) as (
-  s: string,
-  pattern: RegExp | string,
-  replacement: string | ((match: string, ...groups: string[]) => string),
-) => string;
-export const RegExpPrototypeTest = uncurry(RegExp.prototype.test);
-export const RegExpPrototypeToString = uncurry(RegExp.prototype.toString);
-export const DatePrototypeToISOString = uncurry(Date.prototype.toISOString);
-export const DatePrototypeGetTime = uncurry(Date.prototype.getTime);
-export const FunctionPrototypeToString = uncurry(Function.prototype.toString);
-export const SymbolPrototypeToString = uncurry(Symbol.prototype.toString);
-export const BigIntPrototypeToString = uncurry(BigInt.prototype.toString);
-export const MapPrototypeForEach = uncurry(Map.prototype.forEach) as (
+export const ArrayPrototypePush = uncurryThis(Array.prototype.push) as <T>(array: T[], ...items: T[]) => number;
+export const ArrayPrototypeJoin = uncurryThis(Array.prototype.join) as (array: unknown[], separator?: string) => string;
+export const ArrayPrototypeSort = uncurryThis(Array.prototype.sort) as <T>(array: T[]) => T[];
+export const StringPrototypeSlice = uncurryThis(String.prototype.slice);
+export const StringPrototypeTrim = uncurryThis(String.prototype.trim);
+export const StringPrototypeIncludes = uncurryThis(String.prototype.includes);
+export const StringPrototypeIndexOf = uncurryThis(String.prototype.indexOf);
+export const StringPrototypeStartsWith = uncurryThis(String.prototype.startsWith);
+export const StringPrototypeCharCodeAt = uncurryThis(String.prototype.charCodeAt);
+export const DatePrototypeToISOString = uncurryThis(Date.prototype.toISOString);
+export const DatePrototypeGetTime = uncurryThis(Date.prototype.getTime);
+export const FunctionPrototypeToString = uncurryThis(Function.prototype.toString);
+/** `value instanceof Ctor` without consulting a `Symbol.hasInstance` that model code may define on Ctor. */
+export const FunctionPrototypeHasInstance = uncurryThis(Function.prototype[Symbol.hasInstance]) as (ctor: Function, value: unknown) => boolean;
+export const SymbolPrototypeToString = uncurryThis(Symbol.prototype.toString);
+export const BigIntPrototypeToString = uncurryThis(BigInt.prototype.toString);
+export const NumberPrototypeToString = uncurryThis(Number.prototype.toString);
+export const MapPrototypeForEach = uncurryThis(Map.prototype.forEach) as (
   map: Map<unknown, unknown>,
   callback: (value: unknown, key: unknown) => void,
 ) => void;
-export const SetPrototypeForEach = uncurry(Set.prototype.forEach) as (
-  set: Set<unknown>,
-  callback: (value: unknown) => void,
-) => void;
-export const MapPrototypeGetSize = uncurry(ObjectGetOwnPropertyDescriptor(Map.prototype, 'size')!.get!) as (
-  map: Map<unknown, unknown>,
-) => number;
-export const SetPrototypeGetSize = uncurry(ObjectGetOwnPropertyDescriptor(Set.prototype, 'size')!.get!) as (
-  set: Set<unknown>,
-) => number;
-export const PromisePrototypeThen = uncurry(Promise.prototype.then) as (
+export const SetPrototypeForEach = uncurryThis(Set.prototype.forEach) as (set: Set<unknown>, callback: (value: unknown) => void) => void;
+export const MapPrototypeGetSize = uncurryThis(ObjectGetOwnPropertyDescriptor(Map.prototype, 'size')!.get!) as (map: Map<unknown, unknown>) => number;
+export const SetPrototypeGetSize = uncurryThis(ObjectGetOwnPropertyDescriptor(Set.prototype, 'size')!.get!) as (set: Set<unknown>) => number;
+/** Throws for anything that is not a real RegExp: a brand check no prototype change can fool. */
+export const RegExpPrototypeGetSource = uncurryThis(ObjectGetOwnPropertyDescriptor(RegExp.prototype, 'source')!.get!) as (regexp: RegExp) => string;
+export const RegExpPrototypeGetFlags = uncurryThis(ObjectGetOwnPropertyDescriptor(RegExp.prototype, 'flags')!.get!) as (regexp: RegExp) => string;
+export const PromisePrototypeThen = uncurryThis(Promise.prototype.then) as (
   promise: Promise<unknown>,
   onFulfilled: (value: unknown) => void,
   onRejected: (reason: unknown) => void,
@@ -66,17 +62,83 @@ export const PromisePrototypeThen = uncurry(Promise.prototype.then) as (
 export const JSONStringify = JSON.stringify;
 export const JSONParse = JSON.parse;
 export const NumberParseInt = Number.parseInt;
+export const NumberIsFinite = Number.isFinite;
 export const MathMax = Math.max;
+export const MathMin = Math.min;
 export const StringCtor = String;
 export const ErrorCtor = Error;
 export const TypeErrorCtor = TypeError;
-export const MapCtor = Map;
-export const SetCtor = Set;
-export const DateCtor = Date;
-export const RegExpCtor = RegExp;
+export const RangeErrorCtor = RangeError;
 export const PromiseCtor = Promise;
 export const WeakSetCtor = WeakSet;
-export const WeakSetPrototypeHas = uncurry(WeakSet.prototype.has) as (set: WeakSet<object>, value: object) => boolean;
-export const WeakSetPrototypeAdd = uncurry(WeakSet.prototype.add) as (set: WeakSet<object>, value: object) => WeakSet<object>;
-export const WeakSetPrototypeDelete = uncurry(WeakSet.prototype.delete) as (set: WeakSet<object>, value: object) => boolean;
+export const WeakSetPrototypeHas = uncurryThis(WeakSet.prototype.has) as (set: WeakSet<object>, value: object) => boolean;
+export const WeakSetPrototypeAdd = uncurryThis(WeakSet.prototype.add) as (set: WeakSet<object>, value: object) => WeakSet<object>;
+export const WeakSetPrototypeDelete = uncurryThis(WeakSet.prototype.delete) as (set: WeakSet<object>, value: object) => boolean;
 export const globalObject = globalThis;
+
+// ---- safe building blocks ------------------------------------------------------------------------
+
+/**
+ * An array with no prototype. Pushing into an ordinary empty array looks index "0" up the prototype
+ * chain, where model code may have put a setter that swallows the value.
+ */
+export function newList<T>(): T[] {
+  return ObjectSetPrototypeOf([], null) as T[];
+}
+
+/** An object with no prototype: nothing on Object.prototype (`model`, `toJSON`, `get`) shows through. */
+export function newRecord<T>(): Record<string, T> {
+  return ObjectCreate(null) as Record<string, T>;
+}
+
+/** Reads an own property only; inherited (possibly polluted) values count as absent. */
+export function readOwn(object: object, key: string): unknown {
+  return ObjectHasOwn(object, key) ? (object as Record<string, unknown>)[key] : undefined;
+}
+
+/**
+ * A property descriptor on a null-prototype object: a descriptor literal would inherit `get`,
+ * `set`, `value` or `writable` from a polluted Object.prototype.
+ */
+export function dataDescriptor(value: unknown, flags: { writable: boolean; enumerable: boolean; configurable: boolean }): PropertyDescriptor {
+  const descriptor = newRecord<unknown>();
+  descriptor.value = value;
+  descriptor.writable = flags.writable;
+  descriptor.enumerable = flags.enumerable;
+  descriptor.configurable = flags.configurable;
+  return descriptor as PropertyDescriptor;
+}
+
+export function accessorDescriptor(get: () => unknown, set: (value: unknown) => void): PropertyDescriptor {
+  const descriptor = newRecord<unknown>();
+  descriptor.get = get;
+  descriptor.set = set;
+  descriptor.enumerable = false;
+  descriptor.configurable = false;
+  return descriptor as PropertyDescriptor;
+}
+
+/** The `value` of a descriptor returned by getOwnPropertyDescriptor, if it is a data descriptor. */
+export function descriptorValue(descriptor: PropertyDescriptor | undefined): { found: boolean; value: unknown } {
+  if (descriptor === undefined || !ObjectHasOwn(descriptor, 'value')) return { found: false, value: undefined };
+  return { found: true, value: descriptor.value };
+}
+
+export function isError(value: unknown): value is Error {
+  return value !== null && typeof value === 'object' && FunctionPrototypeHasInstance(ErrorCtor, value);
+}
+
+/** Splits text into lines without String.prototype.split, which consults a hookable Symbol.split. */
+export function splitLines(text: string): string[] {
+  const lines = newList<string>();
+  let start = 0;
+  for (;;) {
+    const end = StringPrototypeIndexOf(text, '\n', start);
+    if (end === -1) {
+      ArrayPrototypePush(lines, StringPrototypeSlice(text, start));
+      return lines;
+    }
+    ArrayPrototypePush(lines, StringPrototypeSlice(text, start, end));
+    start = end + 1;
+  }
+}

@@ -9,6 +9,14 @@ export const DEFAULTS = {
     outputLimitChars: 20_000,
     /** Extra time past the block timeout before a worker that stopped responding is killed. */
     watchdogGraceMs: 2_000,
+    /** Characters of JSON one host call may carry: a 100 MB prompt passes, a runaway one does not reach the host. */
+    maxHostCallChars: 128 * 2 ** 20,
+    /** Prompts one llm_query_batched / rlm_query_batched call may carry: a million would exhaust the host. */
+    maxBatchItems: 10_000,
+    /** Levels of nesting one host call may carry; deeper values would overflow host-side serializers. */
+    maxHostCallDepth: 64,
+    /** How often a running worker's time and resident memory are checked, in ms. */
+    watchdogIntervalMs: 250,
   },
   lm: {
     /** Requests in flight at once per model, shared by a run and its child runs. */

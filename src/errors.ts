@@ -25,7 +25,7 @@ export class ConfigurationError extends RlmError {
 export class SandboxError extends RlmError {
   override name = 'SandboxError';
   constructor(
-    code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error' | 'sandbox_setup_failed',
+    code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error' | 'sandbox_setup_failed' | 'sandbox_load_failed',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -51,4 +51,13 @@ export class ToolLoopError extends RlmError {
   constructor(message: string) {
     super('tool_loop_error', message);
   }
+}
+
+/** The name and message of anything thrown, for reports that cross a boundary as plain data. */
+export function describeError(error: unknown): { name: string; message: string } {
+  if (error instanceof Error) return { name: error.name, message: error.message };
+  if (error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string') {
+    return { name: 'Error', message: (error as { message: string }).message };
+  }
+  return { name: 'Error', message: String(error) };
 }

@@ -108,7 +108,7 @@ export class Run {
           callId: result.callId,
           toolName: result.toolName,
           durationMs: result.durationMs,
-          ...(result.success ? { result: toolOutputText(result.result) } : { error: result.error }),
+          ...(result.success ? { result: toolOutputText(result.result, JSON.stringify) } : { error: result.error }),
         });
       },
     });

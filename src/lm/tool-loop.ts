@@ -1,5 +1,5 @@
 import { DEFAULTS } from '../defaults.js';
-import { ToolLoopError } from '../errors.js';
+import { describeError, ToolLoopError } from '../errors.js';
 import { toolErrorText, toolOutputText } from './tool-text.js';
 import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse, type ToolCall } from './types.js';
 
@@ -93,9 +93,9 @@ export function handlerRunner(handler: ToolHandler): ToolRunner {
     const outputs: string[] = [];
     for (const call of calls) {
       try {
-        outputs.push(toolOutputText(await handler(call.name, call.arguments)));
+        outputs.push(toolOutputText(await handler(call.name, call.arguments), JSON.stringify));
       } catch (error) {
-        outputs.push(toolErrorText(call.name, error));
+        outputs.push(toolErrorText(call.name, describeError(error).message));
       }
     }
     return outputs;

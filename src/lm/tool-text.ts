@@ -1,16 +1,13 @@
-// How tool results are written for the model. Shared by the host and the sandbox prelude (which
-// bundles this file), so both report results and failures the same way. Written without global
-// lookups such as `instanceof Error`, which model code inside the sandbox could replace.
+// How tool results are written for the model. The host and the sandbox prelude (which bundles this
+// file) both use it, so results and failures read the same wherever the tool ran. It looks up no
+// globals: inside the sandbox, model code could have replaced them.
 
-export function toolOutputText(value: unknown): string {
+export function toolOutputText(value: unknown, stringify: (value: unknown) => string): string {
   if (typeof value === 'string') return value;
-  return value === undefined ? '' : JSON.stringify(value);
+  return value === undefined ? '' : stringify(value);
 }
 
-export function toolErrorText(name: string, error: unknown): string {
-  const message =
-    error !== null && typeof error === 'object' && typeof (error as { message?: unknown }).message === 'string'
-      ? (error as { message: string }).message
-      : String(error);
+/** `message` is the failure's text, already read from the error by the caller. */
+export function toolErrorText(name: string, message: string): string {
   return `Error executing ${name}: ${message}`;
 }

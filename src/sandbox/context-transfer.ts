@@ -12,6 +12,8 @@ export interface ContextFile {
   path: string;
   /** Pure ASCII is decoded as latin1 by the worker, the fastest decoder. */
   encoding: 'latin1' | 'utf8';
+  /** Size of the file: the text's UTF-8 length. */
+  bytes: number;
   remove(): void;
 }
 
@@ -42,6 +44,7 @@ export function writeContextFile(text: string): ContextFile {
   return {
     path,
     encoding: bytes === text.length ? 'latin1' : 'utf8',
+    bytes,
     remove: () => rmSync(path, { force: true }),
   };
 }

@@ -1,11 +1,21 @@
 import { z } from 'zod';
+import type { HostCallLimits } from './shared.js';
 
 // ---- host <-> worker process ------------------------------------------------------------------
 
 export type WorkerCommand =
-  | { type: 'init'; id: number; memoryLimitMb: number }
-  | { type: 'setGlobal'; id: number; name: string; format: 'text' | 'json'; path: string; encoding: 'latin1' | 'utf8' }
-  | { type: 'setTools'; id: number; specs: string }
+  | { type: 'init'; id: number; memoryLimitMb: number; hostCallLimits: HostCallLimits }
+  | {
+      type: 'setGlobal';
+      id: number;
+      name: string;
+      format: 'text' | 'json';
+      path: string;
+      encoding: 'latin1' | 'utf8';
+      /** Loading runs prelude code in the isolate: like a block, it must not run forever. */
+      timeoutMs: number;
+    }
+  | { type: 'setTools'; id: number; specs: string; timeoutMs: number }
   | {
       type: 'execute';
       id: number;
@@ -41,6 +51,8 @@ export const blockReportSchema = z.object({
   error: z.object({ name: z.string(), message: z.string(), stack: z.string() }).optional(),
   final: z.string().optional(),
   variables: z.array(z.object({ name: z.string(), type: z.string() })),
+  /** Variables defined but not listed (the list is bounded). */
+  omittedVariables: z.number().int().nonnegative(),
 });
 export type BlockReport = z.infer<typeof blockReportSchema>;
 
@@ -102,14 +114,4 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
 export type HostCall = z.infer<typeof hostCallSchema>;
 export type HostCallKind = HostCall['kind'];
 
-/**
- * What `llm_query` / `llm_query_batched` with tools (and every `tool_results` call) answer: either
- * the final value, or tool calls for the sandbox's handler to run, to be answered with
- * `tool_results` for the same session.
- */
-export type ToolSessionReply =
-  | { done: true; value: unknown }
-  | { done: false; session: string; requests: { id: string; name: string; arguments: Record<string, unknown> }[] };
-
-/** Reply envelope sent back into the isolate. */
-export type HostReply = { ok: true; value: unknown } | { ok: false; error: { name: string; message: string } };
+export type { HostReply, ToolSessionReply } from './shared.js';

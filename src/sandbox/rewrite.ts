@@ -1,4 +1,5 @@
 import { parse, type Node } from 'acorn';
+import { BLOCK_HOOK } from './shared.js';
 
 /**
  * Turns a model-written block into a script that behaves like a REPL cell.
@@ -54,8 +55,6 @@ interface Edit {
 
 type AnyNode = Node & Record<string, unknown>;
 
-/** Installed by the prelude (sandbox/prelude.ts): records how the block's promise settles. */
-export const BLOCK_HOOK = '__rlm_block__';
 
 const FUNCTION_TYPES = new Set(['FunctionDeclaration', 'FunctionExpression', 'ArrowFunctionExpression']);
 const CLASS_TYPES = new Set(['ClassDeclaration', 'ClassExpression']);

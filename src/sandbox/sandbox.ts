@@ -1,12 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
-import { SandboxError } from '../errors.js';
+import { describeError, SandboxError } from '../errors.js';
 import { parseOptions } from '../options.js';
 import { writeContextFile } from './context-transfer.js';
 import { workerPool } from './pool.js';
-import { blockReportSchema, hostCallSchema, type HostCall, type HostReply } from './protocol.js';
+import { blockReportSchema, hostCallSchema, type BlockReport, type HostCall, type HostReply, type WorkerCommand } from './protocol.js';
 import { BlockSyntaxError, rewriteBlock } from './rewrite.js';
+import { REPORT_LIMITS, type HostCallLimits } from './shared.js';
+import { readResidentMemoryMb } from './resident-memory.js';
 import { WorkerExitError, type WorkerProcess } from './worker-process.js';
 
 /** Answers a call from model code. The returned value must be JSON-serializable. */
@@ -19,6 +21,13 @@ export interface SandboxOptions {
   blockTimeoutMs?: number;
   /** Characters one block may print before the rest is cut with a marker. @default 20000 */
   outputLimitChars?: number;
+  /** Characters of JSON one call from model code to the host may carry. @default 134217728 (128 Mi) */
+  maxHostCallChars?: number;
+  /**
+   * Resident memory of the worker process, in MB, past which it is reset. A backstop for memory the
+   * isolate's heap limit does not see. @default twice the heap limit plus twice the loaded contexts plus 512
+   */
+  rssLimitMb?: number;
   /** Serves `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` and `tool_handler`. */
   onHostCall?: HostCallHandler;
 }
@@ -42,8 +51,10 @@ export interface ExecuteResult {
   /** Set when the block called FINAL or FINAL_VAR: the serialized answer. */
   final?: string;
   durationMs: number;
-  /** The model's variables after the block, with short type descriptions. */
+  /** The model's variables after the block, with short type descriptions (at most 100, sorted by name). */
   variables: Variable[];
+  /** How many more variables exist than `variables` lists. */
+  omittedVariables?: number;
   /** The block crashed the sandbox: it was replaced by a fresh one and every variable was lost. */
   reset: boolean;
 }
@@ -53,6 +64,8 @@ export const sandboxLimitsSchema = z.object({
   memoryLimitMb: z.number().int().min(16).max(65_536).default(DEFAULTS.sandbox.memoryLimitMb),
   blockTimeoutMs: z.number().int().min(1).default(DEFAULTS.sandbox.blockTimeoutMs),
   outputLimitChars: z.number().int().min(100).default(DEFAULTS.sandbox.outputLimitChars),
+  maxHostCallChars: z.number().int().min(1_000).default(DEFAULTS.sandbox.maxHostCallChars),
+  rssLimitMb: z.number().int().min(64).optional(),
 });
 
 const optionsSchema = sandboxLimitsSchema.extend({
@@ -61,7 +74,7 @@ const optionsSchema = sandboxLimitsSchema.extend({
 
 const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
-type ResetReason = 'memory' | 'crashed' | 'unresponsive';
+type ResetReason = 'memory' | 'crashed' | 'unresponsive' | 'resident-memory';
 
 /**
  * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate inside its own
@@ -80,6 +93,7 @@ export class Sandbox {
   private readonly setupBlocks: string[] = [];
   private toolSpecs: string | undefined;
   private lastVariables: Variable[] = [];
+  private loadedContextMb = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
 
@@ -102,18 +116,21 @@ export class Sandbox {
 
   /**
    * Makes `value` available to model code as a global (`context` by default). Strings stay strings;
-   * arrays and objects arrive as parsed JSON. The value survives sandbox resets.
+   * arrays and objects arrive as parsed JSON. The value survives sandbox resets. Loading is bounded
+   * by the block timeout; if it fails or `signal` aborts it, the sandbox is reset and the value is
+   * not kept.
    */
-  setContext(value: unknown, name = 'context'): Promise<void> {
+  setContext(value: unknown, name = 'context', options: { signal?: AbortSignal } = {}): Promise<void> {
     if (!GLOBAL_NAME.test(name)) throw new TypeError(`Invalid context name ${JSON.stringify(name)}: use a JavaScript identifier such as context_1`);
     if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
       throw new TypeError(`A context must be a string or JSON-serializable value, got ${typeof value}`);
     }
     return this.exclusive(async () => {
-      // Recorded after the worker is up, so a worker started here does not load it twice.
+      options.signal?.throwIfAborted();
       const worker = await this.liveWorker();
+      await this.loadGlobal(worker, name, value, options.signal);
+      // Recorded once loaded, so a worker started later replays it, and a failed load is not replayed.
       this.globals.set(name, value);
-      await this.loadGlobal(worker, name, value);
     });
   }
 
@@ -125,7 +142,7 @@ export class Sandbox {
     return this.exclusive(async () => {
       const worker = await this.liveWorker();
       this.toolSpecs = JSON.stringify(specs);
-      expectDone(await worker.request({ type: 'setTools', specs: this.toolSpecs }));
+      await this.command(worker, { type: 'setTools', specs: this.toolSpecs, timeoutMs: this.options.blockTimeoutMs }, undefined);
     });
   }
 
@@ -135,7 +152,7 @@ export class Sandbox {
    */
   addSetupCode(code: string): Promise<ExecuteResult> {
     return this.exclusive(async () => {
-      const result = await this.executeNow(code, undefined);
+      const result = await this.runBlock(await this.liveWorker(), code, undefined);
       if (result.error) throw new SandboxError('sandbox_setup_failed', `Setup code failed: ${result.error.stack || result.error.message}`);
       this.setupBlocks.push(code);
       return result;
@@ -144,7 +161,10 @@ export class Sandbox {
 
   /** Runs one block of model code. Never throws for errors in the code: they are in the result. */
   execute(code: string, options: { signal?: AbortSignal } = {}): Promise<ExecuteResult> {
-    return this.exclusive(() => this.executeNow(code, options.signal));
+    return this.exclusive(async () => {
+      options.signal?.throwIfAborted();
+      return this.runBlock(await this.liveWorker(), code, options.signal);
+    });
   }
 
   /** Process id of the worker running this sandbox now (for monitoring); undefined between resets. */
@@ -173,13 +193,14 @@ export class Sandbox {
     if (this.worker?.alive) return this.worker;
     const worker = workerPool.take();
     this.worker = worker;
+    this.loadedContextMb = 0;
     try {
       await worker.whenReady();
-      expectDone(await worker.request({ type: 'init', memoryLimitMb: this.options.memoryLimitMb }));
-      for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value);
-      if (this.toolSpecs) expectDone(await worker.request({ type: 'setTools', specs: this.toolSpecs }));
+      await this.command(worker, { type: 'init', memoryLimitMb: this.options.memoryLimitMb, hostCallLimits: this.hostCallLimits() }, undefined);
+      for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value, undefined);
+      if (this.toolSpecs) await this.command(worker, { type: 'setTools', specs: this.toolSpecs, timeoutMs: this.options.blockTimeoutMs }, undefined);
       for (const code of this.setupBlocks) {
-        const replay = await this.runOn(worker, code, undefined);
+        const replay = await this.runBlock(worker, code, undefined);
         if (replay.error) throw new Error(`setup code failed after a reset: ${replay.error.message}`);
       }
     } catch (error) {
@@ -189,14 +210,47 @@ export class Sandbox {
     return worker;
   }
 
-  private async loadGlobal(worker: WorkerProcess, name: string, value: unknown) {
+  private hostCallLimits(): HostCallLimits {
+    return { maxChars: this.options.maxHostCallChars, maxBatchItems: DEFAULTS.sandbox.maxBatchItems, maxDepth: DEFAULTS.sandbox.maxHostCallDepth };
+  }
+
+  private async loadGlobal(worker: WorkerProcess, name: string, value: unknown, signal: AbortSignal | undefined) {
     const isText = typeof value === 'string';
     const file = writeContextFile(isText ? value : JSON.stringify(value));
     try {
       const format = isText ? 'text' : 'json';
-      expectDone(await worker.request({ type: 'setGlobal', name, format, path: file.path, encoding: file.encoding }));
+      const command = { type: 'setGlobal', name, format, path: file.path, encoding: file.encoding, timeoutMs: this.options.blockTimeoutMs } as const;
+      await this.command(worker, command, signal);
+      this.loadedContextMb += file.bytes / 2 ** 20;
+    } catch (error) {
+      // A load that failed part-way may have left the isolate half-updated: start over from a clean one.
+      this.discardWorker();
+      if (signal?.aborted && error === signal.reason) throw error;
+      throw new SandboxError('sandbox_load_failed', `Loading ${name} into the sandbox failed: ${loadFailure(error, this.options.blockTimeoutMs)}`, { cause: error });
     } finally {
       file.remove();
+    }
+  }
+
+  /**
+   * Sends a command that runs code in the isolate. The isolate bounds that code with the timeout
+   * the command carries; the host kills a worker that does not answer within that time plus a
+   * grace period (one stuck where no timeout reaches), and one whose caller gave up.
+   */
+  private async command(worker: WorkerProcess, command: DistributiveOmit<WorkerCommand, 'id'>, signal: AbortSignal | undefined): Promise<void> {
+    const limitMs = ('timeoutMs' in command ? command.timeoutMs : this.options.blockTimeoutMs) + DEFAULTS.sandbox.watchdogGraceMs;
+    const watchdog = setTimeout(() => worker.kill(), limitMs);
+    const onAbort = () => worker.kill();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const reply = await worker.request(command);
+      if (reply.type !== 'done') throw new Error(reply.type === 'failed' ? reply.message : `unexpected reply ${reply.type}`);
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw error;
+    } finally {
+      clearTimeout(watchdog);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 
@@ -205,12 +259,7 @@ export class Sandbox {
     this.worker = undefined;
   }
 
-  private async executeNow(code: string, signal: AbortSignal | undefined): Promise<ExecuteResult> {
-    signal?.throwIfAborted();
-    return this.runOn(await this.liveWorker(), code, signal);
-  }
-
-  private async runOn(worker: WorkerProcess, code: string, signal: AbortSignal | undefined): Promise<ExecuteResult> {
+  private async runBlock(worker: WorkerProcess, code: string, signal: AbortSignal | undefined): Promise<ExecuteResult> {
     const started = performance.now();
     const elapsed = () => performance.now() - started;
 
@@ -219,42 +268,17 @@ export class Sandbox {
       rewritten = rewriteBlock(code);
     } catch (error) {
       if (!(error instanceof BlockSyntaxError)) throw error;
-      const error_ = { name: 'SyntaxError', message: error.message, stack: `SyntaxError: ${error.message}\n${error.frame}` };
-      return { stdout: '', error: error_, durationMs: elapsed(), variables: this.lastVariables, reset: false };
+      const syntaxError = { name: 'SyntaxError', message: error.message, stack: `SyntaxError: ${error.message}\n${error.frame}` };
+      return { stdout: '', error: syntaxError, durationMs: elapsed(), variables: this.lastVariables, reset: false };
     }
 
-    const block = new AbortController(); // ends host calls still running when the block is over
-    setMaxListeners(0, block.signal); // every host call of a batch listens to it
-    let hostWaitMs = 0;
-    let hostCallStarted: number | undefined;
-    worker.onHostCall = (id, request) => {
-      hostCallStarted = performance.now();
-      void this.serveHostCall(request, block.signal).then((reply) => {
-        hostWaitMs += performance.now() - hostCallStarted!;
-        hostCallStarted = undefined;
-        worker.replyToHostCall(id, reply);
-      });
-    };
-
-    // The isolate enforces the block timeout itself. The watchdog is for a worker that cannot:
-    // one wedged in V8's fatal out-of-memory path, which only killing the process ends.
-    let resetReason: ResetReason | undefined;
-    const limitMs = this.options.blockTimeoutMs + DEFAULTS.sandbox.watchdogGraceMs;
-    const watchdog = setInterval(() => {
-      const waiting = hostWaitMs + (hostCallStarted === undefined ? 0 : performance.now() - hostCallStarted);
-      if (elapsed() - waiting > limitMs) {
-        resetReason = 'unresponsive';
-        worker.kill();
-      }
-    }, Math.min(250, limitMs));
-
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(signal!.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
+    const bridge = new HostCallBridge(worker, (request, blockSignal) => this.serveHostCall(request, blockSignal));
+    const watchdog = new BlockWatchdog(worker, {
+      timeLimitMs: this.options.blockTimeoutMs + DEFAULTS.sandbox.watchdogGraceMs,
+      rssLimitMb: this.options.rssLimitMb ?? 2 * this.options.memoryLimitMb + 2 * this.loadedContextMb + 512,
+      hostWaitMs: () => bridge.waitedMs(),
     });
-    aborted.catch(() => {});
-
+    const aborted = abortPromise(signal);
     try {
       const reply = await Promise.race([
         worker.request({
@@ -266,7 +290,7 @@ export class Sandbox {
           timeoutMs: this.options.blockTimeoutMs,
           outputLimit: this.options.outputLimitChars,
         }),
-        aborted,
+        aborted.promise,
       ]);
       if (reply.type === 'failed') {
         if (reply.disposed) return this.resetResult('memory', elapsed());
@@ -274,40 +298,45 @@ export class Sandbox {
       }
       if (reply.type !== 'executed') throw new SandboxError('sandbox_protocol_error', `Unexpected reply ${reply.type} to execute`);
       if (reply.outcome === 'memory') return this.resetResult('memory', elapsed());
-      const parsed = blockReportSchema.safeParse(safeJsonParse(reply.result));
-      if (!parsed.success) {
-        this.discardWorker();
-        throw new SandboxError('sandbox_protocol_error', 'The sandbox returned a malformed block report; it was reset.');
-      }
-      const report = parsed.data;
-      let error: BlockError | undefined = report.error;
-      if (reply.outcome === 'timeout') error = this.timeoutError();
-      else if (reply.outcome === 'compile-error') error = splitFailure(reply.failure ?? 'SyntaxError: the block does not compile');
-      else if (reply.outcome === 'unhandled-rejection' && !error) {
-        error = splitFailure(`${reply.failure ?? 'Error'} (a promise was rejected and nothing handled it)`);
-      }
-      this.lastVariables = report.variables;
-      return {
-        stdout: report.droppedChars > 0 ? `${report.stdout}${truncationMarker(report.droppedChars)}` : report.stdout,
-        ...(error && { error }),
-        ...(report.final !== undefined && { final: report.final }),
-        durationMs: elapsed(),
-        variables: report.variables,
-        reset: false,
-      };
+      return this.blockResult(reply, elapsed());
     } catch (error) {
       if (signal?.aborted && error === signal.reason) {
         this.discardWorker();
         throw error;
       }
-      if (error instanceof WorkerExitError) return this.resetResult(resetReason ?? 'crashed', elapsed());
+      if (error instanceof WorkerExitError) return this.resetResult(watchdog.verdict ?? 'crashed', elapsed());
       throw error;
     } finally {
-      clearInterval(watchdog);
-      block.abort(new Error('the block has ended'));
-      if (onAbort) signal?.removeEventListener('abort', onAbort);
-      worker.onHostCall = undefined;
+      watchdog.stop();
+      bridge.close();
+      aborted.dispose();
     }
+  }
+
+  /** Turns the worker's reply to a completed block into the result model code's author sees. */
+  private blockResult(reply: Extract<Reply, { type: 'executed' }>, durationMs: number): ExecuteResult {
+    const parsed = blockReportSchema.safeParse(safeJsonParse(reply.result));
+    if (!parsed.success) {
+      this.discardWorker();
+      throw new SandboxError('sandbox_protocol_error', 'The sandbox returned a malformed block report; it was reset.');
+    }
+    const report = boundReport(parsed.data, this.options.outputLimitChars);
+    let error: BlockError | undefined = report.error;
+    if (reply.outcome === 'timeout') error = this.timeoutError();
+    else if (reply.outcome === 'compile-error') error = splitFailure(reply.failure ?? 'SyntaxError: the block does not compile');
+    else if (reply.outcome === 'unhandled-rejection' && !error) {
+      error = splitFailure(`${reply.failure ?? 'Error'} (a promise was rejected and nothing handled it)`);
+    }
+    this.lastVariables = report.variables;
+    return {
+      stdout: report.droppedChars > 0 ? `${report.stdout}${truncationMarker(report.droppedChars)}` : report.stdout,
+      ...(error && { error }),
+      ...(report.final !== undefined && { final: report.final }),
+      durationMs,
+      variables: report.variables,
+      ...(report.omittedVariables > 0 && { omittedVariables: report.omittedVariables }),
+      reset: false,
+    };
   }
 
   private async serveHostCall(request: string, signal: AbortSignal): Promise<string> {
@@ -325,8 +354,7 @@ export class Sandbox {
     try {
       return replyJson({ ok: true, value: await handler(call, { signal }) });
     } catch (error) {
-      const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
-      return replyJson({ ok: false, error: { name, message } });
+      return replyJson({ ok: false, error: describeError(error) });
     }
   }
 
@@ -334,26 +362,14 @@ export class Sandbox {
     this.discardWorker();
     this.lastVariables = [];
     const lost = 'The sandbox was reset: every variable was lost (context is still loaded). Rebuild the state you need in smaller steps.';
-    const errors: Record<ResetReason, BlockError> = {
-      memory: {
-        name: 'MemoryLimitError',
-        message: `The block used more than the sandbox memory limit (${this.options.memoryLimitMb} MB). ${lost}`,
-        stack: '',
-      },
-      crashed: {
-        name: 'SandboxCrashedError',
-        message: `The sandbox process stopped while running the block (usually memory exhaustion). ${lost}`,
-        stack: '',
-      },
-      unresponsive: {
-        name: 'TimeoutError',
-        message: `The block ran past the ${formatSeconds(this.options.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`,
-        stack: '',
-      },
+    const messages: Record<ResetReason, [string, string]> = {
+      memory: ['MemoryLimitError', `The block used more than the sandbox memory limit (${this.options.memoryLimitMb} MB). ${lost}`],
+      'resident-memory': ['MemoryLimitError', `The sandbox process grew far past its memory limit (${this.options.memoryLimitMb} MB heap). ${lost}`],
+      crashed: ['SandboxCrashedError', `The sandbox process stopped while running the block (usually memory exhaustion). ${lost}`],
+      unresponsive: ['TimeoutError', `The block ran past the ${formatSeconds(this.options.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`],
     };
-    const error = errors[reason];
-    error.stack = `${error.name}: ${error.message}`;
-    return { stdout: '', error, durationMs, variables: [], reset: true };
+    const [name, message] = messages[reason];
+    return { stdout: '', error: { name, message, stack: `${name}: ${message}` }, durationMs, variables: [], reset: true };
   }
 
   private timeoutError(): BlockError {
@@ -365,8 +381,122 @@ export class Sandbox {
   }
 }
 
-function expectDone(reply: { type: string; message?: string }) {
-  if (reply.type !== 'done') throw new Error(reply.message ?? `unexpected reply ${reply.type}`);
+type Reply = Awaited<ReturnType<WorkerProcess['request']>>;
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/**
+ * Serves the host calls of one block and keeps count of the time spent waiting for them, which
+ * does not count against the block's time limit. Calls still running when the block ends are
+ * aborted.
+ */
+class HostCallBridge {
+  private readonly block = new AbortController();
+  private waitedTotalMs = 0;
+  private waitingSince: number | undefined;
+
+  constructor(
+    private readonly worker: WorkerProcess,
+    serve: (request: string, signal: AbortSignal) => Promise<string>,
+  ) {
+    setMaxListeners(0, this.block.signal); // every host call of a batch listens to it
+    worker.onHostCall = (id, request) => {
+      this.waitingSince = performance.now();
+      void serve(request, this.block.signal).then((reply) => {
+        this.waitedTotalMs += performance.now() - this.waitingSince!;
+        this.waitingSince = undefined;
+        worker.replyToHostCall(id, reply);
+      });
+    };
+  }
+
+  waitedMs(): number {
+    return this.waitedTotalMs + (this.waitingSince === undefined ? 0 : performance.now() - this.waitingSince);
+  }
+
+  close(): void {
+    this.block.abort(new Error('the block has ended'));
+    this.worker.onHostCall = undefined;
+  }
+}
+
+/**
+ * The isolate enforces the block timeout and heap limit itself. The watchdog is for a worker that
+ * cannot: one wedged in V8's fatal out-of-memory path (only killing the process ends it), or one
+ * whose memory grows where the heap limit does not look. It kills such a worker and records why.
+ */
+class BlockWatchdog {
+  verdict: ResetReason | undefined;
+  private readonly started = performance.now();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly worker: WorkerProcess,
+    private readonly limits: { timeLimitMs: number; rssLimitMb: number; hostWaitMs: () => number },
+  ) {
+    this.timer = setInterval(() => this.check(), Math.min(DEFAULTS.sandbox.watchdogIntervalMs, limits.timeLimitMs));
+  }
+
+  private check(): void {
+    if (performance.now() - this.started - this.limits.hostWaitMs() > this.limits.timeLimitMs) this.kill('unresponsive');
+    const rssMb = this.worker.pid === undefined ? undefined : readResidentMemoryMb(this.worker.pid);
+    if (rssMb !== undefined && rssMb > this.limits.rssLimitMb) this.kill('resident-memory');
+  }
+
+  private kill(reason: ResetReason): void {
+    this.verdict ??= reason;
+    this.worker.kill();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+function abortPromise(signal: AbortSignal | undefined): { promise: Promise<never>; dispose: () => void } {
+  let onAbort: (() => void) | undefined;
+  const promise = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal!.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  promise.catch(() => {});
+  return { promise, dispose: () => onAbort && signal?.removeEventListener('abort', onAbort) };
+}
+
+/**
+ * The report comes out of the isolate, so it is treated as untrusted even though the prelude
+ * bounds it already: nothing in it may grow the root model's next prompt past these limits.
+ */
+function boundReport(report: BlockReport, outputLimitChars: number): BlockReport {
+  const stdout = report.stdout.length > outputLimitChars ? report.stdout.slice(0, outputLimitChars) : report.stdout;
+  const error = report.error && {
+    name: clip(report.error.name, REPORT_LIMITS.errorNameChars),
+    message: clip(report.error.message, REPORT_LIMITS.errorMessageChars),
+    stack: clip(report.error.stack, REPORT_LIMITS.errorMessageChars + REPORT_LIMITS.stackFrames * REPORT_LIMITS.stackLineChars),
+  };
+  const variables = report.variables.slice(0, REPORT_LIMITS.variables).map((variable) => ({
+    name: clip(variable.name, REPORT_LIMITS.variableNameChars),
+    type: clip(variable.type, REPORT_LIMITS.variableTypeChars),
+  }));
+  return {
+    ...report,
+    stdout,
+    droppedChars: report.droppedChars + (report.stdout.length - stdout.length),
+    ...(error && { error }),
+    variables,
+    omittedVariables: report.omittedVariables + (report.variables.length - variables.length),
+  };
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}... (${text.length - max} more chars)`;
+}
+
+function loadFailure(error: unknown, blockTimeoutMs: number): string {
+  const { message } = describeError(error);
+  if (/timed out/i.test(message) || error instanceof WorkerExitError) {
+    return `it did not finish within the ${formatSeconds(blockTimeoutMs)} block time limit. Raise the block timeout (--block-timeout) for very large JSON contexts.`;
+  }
+  return message;
 }
 
 function safeJsonParse(text: string | undefined): unknown {
@@ -397,8 +527,8 @@ function replyJson(reply: HostReply): string {
 
 function splitFailure(failure: string): BlockError {
   const match = /^([A-Za-z]*Error): ([\s\S]*)$/.exec(failure);
-  const name = match?.[1] ?? 'Error';
-  const message = match?.[2] ?? failure;
+  const name = clip(match?.[1] ?? 'Error', REPORT_LIMITS.errorNameChars);
+  const message = clip(match?.[2] ?? failure, REPORT_LIMITS.errorMessageChars);
   return { name, message, stack: `${name}: ${message}` };
 }
 

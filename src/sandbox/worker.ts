@@ -13,6 +13,7 @@ import net from 'node:net';
 import ivm from 'isolated-vm';
 import { encodeFrame, FrameDecoder } from './framing.js';
 import type { WorkerCommand, WorkerEvent } from './protocol.js';
+import { BLOCK_FILENAME, PRELUDE_FILENAME, type HostCallLimits } from './shared.js';
 
 declare const __RLM_PRELUDE_SOURCE__: string;
 
@@ -20,7 +21,6 @@ const TO_HOST_FD = 3;
 const FROM_HOST_FD = 4;
 const DOORBELL_FD = 5;
 const SPIN_MS = 2;
-const BLOCK_FILENAME = 'block';
 
 const decoder = new FrameDecoder();
 const deferred: Record<string, unknown>[] = [];
@@ -93,15 +93,15 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function init(memoryLimitMb: number) {
+function init(memoryLimitMb: number, hostCallLimits: HostCallLimits) {
   isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb });
   context = isolate.createContextSync();
   const script = isolate.compileScriptSync(
     `(function () { "use strict"; ${__RLM_PRELUDE_SOURCE__}; return rlmPrelude.install; })()`,
-    { filename: 'rlm-prelude' },
+    { filename: PRELUDE_FILENAME },
   );
   const install = script.runSync(context, { reference: true }) as ivm.Reference<Function>;
-  const controllerRef = install.applySync(undefined, [new ivm.Reference(hostCall)], {
+  const controllerRef = install.applySync(undefined, [new ivm.Reference(hostCall), JSON.stringify(hostCallLimits)], {
     result: { reference: true },
   }) as unknown as ivm.Reference<Record<string, Function>>;
   const method = (name: string) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<Function>;
@@ -113,18 +113,18 @@ function init(memoryLimitMb: number) {
   };
 }
 
-function setGlobal(name: string, format: 'text' | 'json', path: string, encoding: 'latin1' | 'utf8') {
-  const text = fs.readFileSync(path, encoding);
+function setGlobal(command: Extract<WorkerCommand, { type: 'setGlobal' }>) {
+  const text = fs.readFileSync(command.path, command.encoding);
   // An ExternalCopy of a string becomes an external string inside the isolate: no second copy.
   const copy = new ivm.ExternalCopy(text).copyInto({ release: true });
-  controller!.setGlobal.applySync(undefined, [name, copy, format]);
+  controller!.setGlobal.applySync(undefined, [command.name, copy, command.format], { timeout: command.timeoutMs });
 }
 
 type Outcome = 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled-rejection';
 
 function execute(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
   const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts } = command;
-  controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)]);
+  controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)], { timeout: timeoutMs });
   let outcome: Outcome = 'completed';
   let failure: string | undefined;
   let script: ivm.Script | undefined;
@@ -163,15 +163,15 @@ function handle(message: Record<string, unknown>) {
   try {
     switch (command.type) {
       case 'init':
-        init(command.memoryLimitMb);
+        init(command.memoryLimitMb, command.hostCallLimits);
         send({ type: 'done', id: command.id });
         break;
       case 'setGlobal':
-        setGlobal(command.name, command.format, command.path, command.encoding);
+        setGlobal(command);
         send({ type: 'done', id: command.id });
         break;
       case 'setTools':
-        controller!.setTools.applySync(undefined, [command.specs]);
+        controller!.setTools.applySync(undefined, [command.specs], { timeout: command.timeoutMs });
         send({ type: 'done', id: command.id });
         break;
       case 'execute':
