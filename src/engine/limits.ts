@@ -68,6 +68,12 @@ export class TreeBudget {
     return this.deadline === undefined ? undefined : Math.max(0, this.deadline - Date.now());
   }
 
+  /** Model calls the tree may still start under maxLlmCalls; undefined when there is no such limit. */
+  remainingCalls(): number | undefined {
+    const { maxLlmCalls } = this.limits;
+    return maxLlmCalls === undefined ? undefined : Math.max(0, maxLlmCalls - this.callsStarted);
+  }
+
   /** Throws (and stops the tree) if another model call would break a limit. */
   beforeCall(): void {
     this.signal.throwIfAborted();

@@ -12,6 +12,8 @@ export interface LlmQueriesOptions {
   /** Model used when model code does not name one. */
   defaultModel: string;
   maxToolIterations: number;
+  /** Model calls the run may still make (maxLlmCalls); undefined when unlimited. @default unlimited */
+  remainingCalls?: () => number | undefined;
 }
 
 /**
@@ -26,7 +28,9 @@ export class LlmQueries {
   constructor(private readonly options: LlmQueriesOptions) {}
 
   async query(call: QueryCall, signal: AbortSignal): Promise<unknown> {
-    const requests = (call.kind === 'llm_query' ? [call.prompt] : call.prompts).map((prompt) => this.request(prompt, call, signal));
+    const prompts = call.kind === 'llm_query' ? [call.prompt] : call.prompts;
+    this.checkCallsLeft(call.kind, prompts.length);
+    const requests = prompts.map((prompt) => this.request(prompt, call, signal));
     if (call.tools) {
       const session = new ToolSession(requests, call.kind === 'llm_query_batched', this.options, signal);
       this.sessions.set(session.id, session);
@@ -36,6 +40,19 @@ export class LlmQueries {
     if (call.kind === 'llm_query') return this.answer(requests[0]!);
     const settled = await Promise.allSettled(requests.map((request) => this.answer(request)));
     return settled.map(itemResult);
+  }
+
+  /**
+   * A batch larger than the model calls left would trip maxLlmCalls part-way, after spending on
+   * some of its prompts: refuse it before any request is made, so model code can send fewer. With
+   * no calls left at all, the first call trips the limit as usual.
+   */
+  private checkCallsLeft(kind: string, count: number) {
+    const remaining = this.options.remainingCalls?.();
+    if (remaining === undefined || remaining === 0 || count <= remaining) return;
+    throw new RangeError(
+      `${kind}: ${count} prompts, but only ${remaining} model calls remain under the run's call limit (maxLlmCalls). Send at most ${remaining}.`,
+    );
   }
 
   /** Outputs of tool calls the sandbox ran; answers with the next round or the final value. */

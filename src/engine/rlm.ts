@@ -257,12 +257,9 @@ export class RlmSession {
 
   constructor(private readonly rlm: RLM) {}
 
+  /** Runs one turn of the conversation to its answer (consumes `stream()`). */
   async completion(input: CompletionInput): Promise<RlmResult> {
-    const result = await resultOf(this.rlm.startRun(input, this.state));
-    if (this.state.sandbox && this.state.lastMessages) {
-      await this.state.sandbox.setContext(this.state.lastMessages, `history_${this.state.histories++}`);
-    }
-    return result;
+    return resultOf(this.stream(input));
   }
 
   stream(input: CompletionInput): AsyncIterable<RlmEvent> {

@@ -121,9 +121,12 @@ export class Run {
     const rootCalls = this.gateway.with({ purpose: 'root' });
     const session = this.hooks.session;
     // The sandbox starts while the root model thinks about its first reply; blocks wait for it.
-    // In a session the first context is context_0 (also `context`), later ones context_1, ...
+    // In a session the first context is context_0 (also `context`), later ones context_1, ...; the
+    // previous completion's conversation arrives as history_N, loaded under this run's limits.
     const contextIndex = session ? session.contexts++ : undefined;
-    const sandboxReady = this.prepareSandbox(input.context, session, contextIndex);
+    const history = session?.lastMessages && { index: session.histories++, messages: session.lastMessages };
+    if (session) session.lastMessages = undefined;
+    const sandboxReady = this.prepareSandbox({ context: input.context, contextIndex, history }, session, signal);
     sandboxReady.catch(() => {}); // awaited below; a failure surfaces there
     try {
       const messages: ChatMessage[] = [
@@ -219,13 +222,19 @@ export class Run {
     }
   }
 
-  /** Creates (or reuses, in a session) the sandbox and loads the context into it. */
-  private async prepareSandbox(context: unknown, session: SessionState | undefined, contextIndex: number | undefined): Promise<Sandbox> {
+  /** Creates (or reuses, in a session) the sandbox and loads the context (and session history) into it. */
+  private async prepareSandbox(
+    inputs: { context: unknown; contextIndex: number | undefined; history: { index: number; messages: ChatMessage[] } | undefined },
+    session: SessionState | undefined,
+    signal: AbortSignal,
+  ): Promise<Sandbox> {
     const sandbox = session?.sandbox ?? (await this.createSandbox());
     if (session) session.sandbox = sandbox;
+    const { context, contextIndex, history } = inputs;
     try {
-      if (!contextIndex) await sandbox.setContext(context ?? '');
-      if (contextIndex !== undefined) await sandbox.setContext(context ?? '', `context_${contextIndex}`);
+      if (history) await sandbox.setContext(history.messages, `history_${history.index}`, { signal });
+      if (!contextIndex) await sandbox.setContext(context ?? '', 'context', { signal });
+      if (contextIndex !== undefined) await sandbox.setContext(context ?? '', `context_${contextIndex}`, { signal });
     } catch (error) {
       if (!session) await sandbox.dispose();
       throw error;
@@ -240,6 +249,7 @@ export class Run {
       gateway: this.gateway.with({ purpose: 'sub' }),
       defaultModel: this.tree.settings.subModel,
       maxToolIterations: this.tree.settings.maxToolIterations,
+      remainingCalls: () => this.tree.budget.remainingCalls(),
     });
     const sandbox = await Sandbox.create({
       ...this.tree.settings.sandbox,
@@ -407,7 +417,10 @@ export class Run {
     const parts: string[] = [];
     if (result.stdout) parts.push(result.stdout.trimEnd());
     if (result.error) parts.push(result.error.stack || `${result.error.name}: ${result.error.message}`);
-    if (result.variables.length > 0) parts.push(`REPL variables: ${result.variables.map((variable) => variable.name).join(', ')}`);
+    if (result.variables.length > 0) {
+      const more = result.omittedVariables ? ` and ${result.omittedVariables} more` : '';
+      parts.push(`REPL variables: ${result.variables.map((variable) => variable.name).join(', ')}${more}`);
+    }
     const output = parts.join('\n\n') || 'No output';
     return { role: 'user', content: `Code executed:\n\`\`\`repl\n${block.code}\n\`\`\`\n\nREPL output:\n${output}` };
   }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULTS } from '../defaults.js';
 import type { HostCallLimits } from './shared.js';
 
 // ---- host <-> worker process ------------------------------------------------------------------
@@ -70,6 +71,9 @@ export const promptSchema = z.union([
   z.array(chatMessageSchema).min(1, 'a message list needs at least one message'),
 ]);
 
+// The prelude refuses larger batches before sending; this is the host's own check of the same bound.
+const promptsSchema = z.array(promptSchema).max(DEFAULTS.sandbox.maxBatchItems);
+
 const toolSpecSchema = z.object({
   type: z.literal('function'),
   function: z.object({
@@ -95,9 +99,9 @@ const queryOptionsShape = {
 
 export const hostCallSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('llm_query'), prompt: promptSchema, ...queryOptionsShape }),
-  z.object({ kind: z.literal('llm_query_batched'), prompts: z.array(promptSchema), ...queryOptionsShape }),
+  z.object({ kind: z.literal('llm_query_batched'), prompts: promptsSchema, ...queryOptionsShape }),
   z.object({ kind: z.literal('rlm_query'), prompt: promptSchema, model: z.string().min(1).optional() }),
-  z.object({ kind: z.literal('rlm_query_batched'), prompts: z.array(promptSchema), model: z.string().min(1).optional() }),
+  z.object({ kind: z.literal('rlm_query_batched'), prompts: promptsSchema, model: z.string().min(1).optional() }),
   z.object({
     kind: z.literal('tool_call'),
     name: z.string().min(1),

@@ -117,7 +117,7 @@ describe('limits', () => {
   it('maxLlmCalls counts every model call in the tree', async () => {
     const { rootModel, subModel, languageModel } = models(() => repl('llm_query_batched(["a", "b", "c"])'), () => 'x');
     const error = await expectLimit(new RLM({ model: 'root', subModel: 'sub', languageModel, maxLlmCalls: 6 }).completion('c'), 'max_llm_calls');
-    // Root, 3 sub-calls, root, then 1 of the next batch: the 7th call is refused before it starts.
+    // Root, 3 sub-calls, root (its batch of 3 is refused: 1 call left), root: the 7th call is refused before it starts.
     expect(rootModel.calls.length + subModel.calls.length).toBe(6);
     expect(error.usage?.calls).toBeLessThanOrEqual(6);
   });
