@@ -20,12 +20,14 @@ const TO_HOST_FD = 3;
 const FROM_HOST_FD = 4;
 const DOORBELL_FD = 5;
 const SPIN_MS = 2;
+/** Large replies (batched answers, big documents) arrive in few reads. */
+const READ_BYTES = 1 << 20;
 const BLOCK_FILENAME = 'block';
 
 const decoder = new FrameDecoder();
 const deferred: Record<string, unknown>[] = [];
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
-const readBuffer = Buffer.allocUnsafe(1 << 16);
+const readBuffer = Buffer.allocUnsafe(READ_BYTES);
 const doorbellBuffer = Buffer.allocUnsafe(64);
 
 let isolate: ivm.Isolate | undefined;
@@ -54,7 +56,8 @@ function readAvailable(): boolean {
   try {
     const count = fs.readSync(FROM_HOST_FD, readBuffer, 0, readBuffer.length, null);
     if (count === 0) process.exit(0); // the host is gone
-    decoder.push(readBuffer.subarray(0, count));
+    // A copy: the decoder keeps the bytes of an incomplete frame, and the next read reuses readBuffer.
+    decoder.push(Buffer.from(readBuffer.subarray(0, count)));
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return false;
