@@ -35,6 +35,11 @@ export class FrameDecoder {
     }
   }
 
+  /** True while the bytes of a frame that has not fully arrived are held. */
+  get midFrame(): boolean {
+    return this.pendingBytes > 0;
+  }
+
   next(): Record<string, unknown> | undefined {
     return this.ready.shift();
   }

@@ -74,6 +74,12 @@ function waitForHostReply(id: number): string {
     }
     if (readAvailable()) continue;
     if (performance.now() - started < SPIN_MS) continue;
+    // The host rings as soon as it has handed a reply to its socket; a large reply is then still
+    // arriving, and the rest of it comes with no ring of its own.
+    if (decoder.midFrame) {
+      Atomics.wait(sleepCell, 0, 0, 0.1);
+      continue;
+    }
     // Blocks until the host rings. Rings for replies already read while spinning are consumed
     // here too: each costs one extra pass through this loop, never a missed reply.
     if (fs.readSync(DOORBELL_FD, doorbellBuffer, 0, doorbellBuffer.length, null) === 0) process.exit(0);
