@@ -1,27 +1,42 @@
-// Length-prefixed JSON frames between the host and a sandbox worker process:
-//   [u32 byte length][UTF-8 JSON]
-// Bulk data (contexts) does not travel here: see context-transfer.ts.
+// Frames between the host and a sandbox worker process:
+//   [u32 header bytes][u32 payload bytes][header: UTF-8 JSON][payload: UTF-8 text]
+// A message's `payload` string (a host call's request, a host reply) travels as raw text beside
+// the JSON header, so bulk text is neither escaped into nor parsed out of JSON a second time. An
+// empty payload is not sent: it decodes as a message without one.
+// Contexts do not travel here at all: see context-transfer.ts.
 
-const PREFIX_BYTES = 4;
+const PREFIX_BYTES = 8;
 
-export function encodeFrame(message: object): Buffer {
-  const json = Buffer.from(JSON.stringify(message), 'utf8');
-  const frame = Buffer.allocUnsafe(PREFIX_BYTES + json.length);
-  frame.writeUInt32LE(json.length, 0);
-  json.copy(frame, PREFIX_BYTES);
+/** What a frame carries: a JSON-serializable header with a `type`, and optionally a raw payload. */
+export interface FramedMessage {
+  type: string;
+  payload?: string;
+}
+
+export function encodeFrame<Message extends FramedMessage>(message: Message): Buffer {
+  const { payload = '', ...header } = message;
+  const headerJson = JSON.stringify(header);
+  const headerBytes = Buffer.byteLength(headerJson);
+  const payloadBytes = Buffer.byteLength(payload);
+  const frame = Buffer.allocUnsafe(PREFIX_BYTES + headerBytes + payloadBytes);
+  frame.writeUInt32LE(headerBytes, 0);
+  frame.writeUInt32LE(payloadBytes, 4);
+  frame.write(headerJson, PREFIX_BYTES);
+  frame.write(payload, PREFIX_BYTES + headerBytes);
   return frame;
 }
 
 /**
- * Turns a byte stream back into messages in time linear in its length: chunks wait in a list
- * until a whole frame is there, then are joined once.
+ * Turns a byte stream back into messages, in time linear in its length: chunks wait in a list
+ * until a whole frame is there, then are joined once. Messages are not validated: both ends are
+ * this package's code.
  */
-export class FrameDecoder {
+export class FrameDecoder<Message extends FramedMessage> {
   private chunks: Buffer[] = [];
   private bufferedBytes = 0;
   /** Size of the frame at the front, known once its prefix has arrived. */
   private frameBytes: number | undefined;
-  private readonly ready: Record<string, unknown>[] = [];
+  private readonly ready: Message[] = [];
 
   /**
    * Consumes bytes; complete messages become available through `next()`. Keeps `chunk` until its
@@ -33,7 +48,7 @@ export class FrameDecoder {
     for (;;) {
       if (this.frameBytes === undefined && this.bufferedBytes >= PREFIX_BYTES) this.frameBytes = frameSize(this.peekPrefix());
       if (this.frameBytes === undefined || this.bufferedBytes < this.frameBytes) return;
-      this.ready.push(decodeFrame(this.take(this.frameBytes)));
+      this.ready.push(decodeFrame(this.take(this.frameBytes)) as Message);
       this.frameBytes = undefined;
     }
   }
@@ -43,7 +58,7 @@ export class FrameDecoder {
     return this.bufferedBytes > 0;
   }
 
-  next(): Record<string, unknown> | undefined {
+  next(): Message | undefined {
     return this.ready.shift();
   }
 
@@ -73,9 +88,12 @@ export class FrameDecoder {
 }
 
 function frameSize(prefix: Buffer): number {
-  return PREFIX_BYTES + prefix.readUInt32LE(0);
+  return PREFIX_BYTES + prefix.readUInt32LE(0) + prefix.readUInt32LE(4);
 }
 
-function decodeFrame(frame: Buffer): Record<string, unknown> {
-  return JSON.parse(frame.toString('utf8', PREFIX_BYTES)) as Record<string, unknown>;
+function decodeFrame(frame: Buffer): FramedMessage {
+  const headerEnd = PREFIX_BYTES + frame.readUInt32LE(0);
+  const message = JSON.parse(frame.toString('utf8', PREFIX_BYTES, headerEnd)) as FramedMessage;
+  if (headerEnd < frame.length) message.payload = frame.toString('utf8', headerEnd);
+  return message;
 }

@@ -311,9 +311,10 @@ export class Sandbox {
   }
 
   private async serveHostCall(request: string, signal: AbortSignal): Promise<string> {
-    const parsed = hostCallSchema.safeParse(safeJsonParse(request));
+    const value = safeJsonParse(request);
+    const parsed = hostCallSchema.safeParse(value);
     if (!parsed.success) {
-      const kind = readKind(request);
+      const kind = readKind(value);
       const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`);
       return replyJson({ ok: false, error: { name: 'TypeError', message: `${kind}: invalid arguments (${problems.join('; ')})` } });
     }
@@ -378,9 +379,9 @@ function safeJsonParse(text: string | undefined): unknown {
   }
 }
 
-function readKind(request: string): string {
-  const value = safeJsonParse(request) as { kind?: unknown } | undefined;
-  return typeof value?.kind === 'string' ? value.kind : 'host call';
+function readKind(request: unknown): string {
+  const kind = (request as { kind?: unknown } | undefined)?.kind;
+  return typeof kind === 'string' ? kind : 'host call';
 }
 
 function callName(call: HostCall): string {

@@ -24,8 +24,8 @@ const SPIN_MS = 2;
 const READ_BYTES = 1 << 20;
 const BLOCK_FILENAME = 'block';
 
-const decoder = new FrameDecoder();
-const deferred: Record<string, unknown>[] = [];
+const decoder = new FrameDecoder<WorkerCommand>();
+const deferred: WorkerCommand[] = [];
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
 const readBuffer = Buffer.allocUnsafe(READ_BYTES);
 const doorbellBuffer = Buffer.allocUnsafe(64);
@@ -69,7 +69,7 @@ function waitForHostReply(id: number): string {
   const started = performance.now();
   for (;;) {
     for (let message = decoder.next(); message; message = decoder.next()) {
-      if (message.type === 'hostReply' && message.id === id) return message.reply as string;
+      if (message.type === 'hostReply' && message.id === id) return message.payload;
       deferred.push(message);
     }
     if (readAvailable()) continue;
@@ -91,7 +91,7 @@ function waitForHostReply(id: number): string {
 function hostCall(request: string): string {
   try {
     const id = nextHostCallId++;
-    send({ type: 'hostCall', id, request });
+    send({ type: 'hostCall', id, payload: request });
     return waitForHostReply(id);
   } catch (error) {
     return JSON.stringify({ ok: false, error: { name: 'HostError', message: `the host call failed: ${describe(error)}` } });
@@ -167,8 +167,7 @@ function errorText(error: unknown): string {
   return text.replace(/\s*\[<isolated-vm>[^\]]*\]/g, '');
 }
 
-function handle(message: Record<string, unknown>) {
-  const command = message as unknown as WorkerCommand;
+function handle(command: WorkerCommand) {
   try {
     switch (command.type) {
       case 'init':

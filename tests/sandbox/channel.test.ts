@@ -62,6 +62,24 @@ print(answers.length, answers.every((answer, i) => answer === prompts[i] + tail)
   }
 });
 
+describe('sandbox -> host requests', () => {
+  const cases = [
+    { label: '64 KB', length: 64 * 1024, alphabet: MULTIBYTE, options: {} },
+    { label: '1 MB', length: MB, alphabet: MULTIBYTE, options: {} },
+    { label: '100 MB', length: 100 * MB, alphabet: ASCII, options: BIG },
+  ];
+  for (const { label, length, alphabet, options } of cases) {
+    it(`arrive intact at ${label}`, async () => {
+      let received = '';
+      const sandbox = await createSandbox({ ...options, onHostCall: (call) => void (received = promptOf(call)) });
+      const result = await sandbox.execute(`${TEXT_HELPERS}\nllm_query(sampleText(${length}, ${JSON.stringify(alphabet)}))`);
+      expect(result.error).toBeUndefined();
+      expect(received.length).toBe(length);
+      expect(checksum(received)).toBe(checksum(sampleText(length, alphabet)));
+    });
+  }
+});
+
 describe('a sandbox sending bulk data', () => {
   it('does not hold up the host calls of another sandbox', async () => {
     let bulkDone = false;
