@@ -4,7 +4,7 @@ import { z } from 'zod';
 // A `payload` travels as raw text beside the frame's JSON header (see framing.ts).
 
 export type WorkerCommand =
-  | { type: 'init'; id: number; memoryLimitMb: number }
+  | { type: 'init'; id: number; memoryLimitMb: number; maxHostCallChars: number }
   | { type: 'setGlobal'; id: number; name: string; format: 'text' | 'json'; path: string; encoding: 'latin1' | 'utf8' }
   | { type: 'setTools'; id: number; specs: string }
   | {

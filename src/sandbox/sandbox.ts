@@ -19,6 +19,8 @@ export interface SandboxOptions {
   blockTimeoutMs?: number;
   /** Characters one block may print before the rest is cut with a marker. @default 20000 */
   outputLimitChars?: number;
+  /** Characters one host call may send; a larger one fails in the sandbox with a RangeError. @default 134217728 */
+  maxHostCallChars?: number;
   /** Serves `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` and `tool_handler`. */
   onHostCall?: HostCallHandler;
 }
@@ -53,6 +55,7 @@ export const sandboxLimitsSchema = z.object({
   memoryLimitMb: z.number().int().min(16).max(65_536).default(DEFAULTS.sandbox.memoryLimitMb),
   blockTimeoutMs: z.number().int().min(1).default(DEFAULTS.sandbox.blockTimeoutMs),
   outputLimitChars: z.number().int().min(100).default(DEFAULTS.sandbox.outputLimitChars),
+  maxHostCallChars: z.number().int().min(1_000).default(DEFAULTS.sandbox.maxHostCallChars),
 });
 
 const optionsSchema = sandboxLimitsSchema.extend({
@@ -175,7 +178,8 @@ export class Sandbox {
     this.worker = worker;
     try {
       await worker.whenReady();
-      expectDone(await worker.request({ type: 'init', memoryLimitMb: this.options.memoryLimitMb }));
+      const { memoryLimitMb, maxHostCallChars } = this.options;
+      expectDone(await worker.request({ type: 'init', memoryLimitMb, maxHostCallChars }));
       for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value);
       if (this.toolSpecs) expectDone(await worker.request({ type: 'setTools', specs: this.toolSpecs }));
       for (const code of this.setupBlocks) {

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
 import { encodeFrame, FrameDecoder } from './framing.js';
-import type { WorkerCommand, WorkerEvent } from './protocol.js';
+import type { HostReply, WorkerCommand, WorkerEvent } from './protocol.js';
 
 declare const __RLM_PRELUDE_SOURCE__: string;
 
@@ -34,6 +34,7 @@ let isolate: ivm.Isolate | undefined;
 let context: ivm.Context | undefined;
 let controller: Record<'setGlobal' | 'setTools' | 'beginBlock' | 'collect', ivm.Reference<Function>> | undefined;
 let nextHostCallId = 1;
+let maxHostCallChars = 0;
 
 function send(event: WorkerEvent) {
   writeFully(encodeFrame(event));
@@ -89,21 +90,37 @@ function waitForHostReply(id: number): string {
 // Called synchronously from model code. It must never throw into the isolate: a host Error would
 // carry host stack frames and paths. Every failure becomes a JSON error reply instead.
 function hostCall(request: string): string {
+  if (request.length > maxHostCallChars) return errorReply('RangeError', tooLargeMessage(request));
   try {
     const id = nextHostCallId++;
     send({ type: 'hostCall', id, payload: request });
     return waitForHostReply(id);
   } catch (error) {
-    return JSON.stringify({ ok: false, error: { name: 'HostError', message: `the host call failed: ${describe(error)}` } });
+    return errorReply('HostError', `the host call failed: ${describe(error)}`);
   }
+}
+
+function errorReply(name: string, message: string): string {
+  return JSON.stringify({ ok: false, error: { name, message } } satisfies HostReply);
+}
+
+// The prelude writes the kind first; reading only the head keeps a huge request unparsed.
+function tooLargeMessage(request: string): string {
+  const kind = /^\{"kind":"(\w+)"/.exec(request.slice(0, 64))?.[1] ?? 'host call';
+  const count = (chars: number) => chars.toLocaleString('en-US');
+  return (
+    `${kind}: the call is ${count(request.length)} characters, over the limit of ${count(maxHostCallChars)} per host call. ` +
+    'Split the data across several calls, or send less (a slice, a summary).'
+  );
 }
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function init(memoryLimitMb: number) {
-  isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb });
+function init(command: Extract<WorkerCommand, { type: 'init' }>) {
+  maxHostCallChars = command.maxHostCallChars;
+  isolate = new ivm.Isolate({ memoryLimit: command.memoryLimitMb });
   context = isolate.createContextSync();
   const script = isolate.compileScriptSync(
     `(function () { "use strict"; ${__RLM_PRELUDE_SOURCE__}; return rlmPrelude.install; })()`,
@@ -171,7 +188,7 @@ function handle(command: WorkerCommand) {
   try {
     switch (command.type) {
       case 'init':
-        init(command.memoryLimitMb);
+        init(command);
         send({ type: 'done', id: command.id });
         break;
       case 'setGlobal':

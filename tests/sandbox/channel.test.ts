@@ -78,6 +78,18 @@ describe('sandbox -> host requests', () => {
       expect(checksum(received)).toBe(checksum(sampleText(length, alphabet)));
     });
   }
+
+  it('stops a call over maxHostCallChars in the sandbox, before the host sees it', async () => {
+    const calls: HostCall[] = [];
+    const sandbox = await createSandbox({ maxHostCallChars: 10_000, onHostCall: (call) => void calls.push(call) });
+    const result = await sandbox.execute(
+      'try { llm_query("x".repeat(20_000)) } catch (error) { print(error instanceof Error, error.name, "|", error.message) }\nllm_query("small")',
+    );
+    expect(result.error).toBeUndefined();
+    expect(result.stdout).toMatch(/^true RangeError \| llm_query: the call is 20,0\d\d characters, over the limit of 10,000 per host call\. Split the data/);
+    expect(calls).toEqual([{ kind: 'llm_query', prompt: 'small' }]);
+    await expect(createSandbox({ maxHostCallChars: 10 })).rejects.toThrow(/maxHostCallChars/);
+  });
 });
 
 describe('a sandbox sending bulk data', () => {
