@@ -63,6 +63,9 @@ const optionsSchema = sandboxLimitsSchema.extend({
 });
 
 const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+// A batch of a million bad prompts has a million problems; the first few show what is wrong.
+const REPORTED_PROBLEMS = 5;
+const PROBLEM_CHARS = 200;
 
 type ResetReason = 'memory' | 'crashed' | 'unresponsive';
 
@@ -319,8 +322,7 @@ export class Sandbox {
     const parsed = hostCallSchema.safeParse(value);
     if (!parsed.success) {
       const kind = readKind(value);
-      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`);
-      return replyJson({ ok: false, error: { name: 'TypeError', message: `${kind}: invalid arguments (${problems.join('; ')})` } });
+      return replyJson({ ok: false, error: { name: 'TypeError', message: `${kind}: invalid arguments (${describeProblems(parsed.error.issues)})` } });
     }
     const call = parsed.data;
     const handler = this.options.onHostCall;
@@ -386,6 +388,17 @@ function safeJsonParse(text: string | undefined): unknown {
 function readKind(request: unknown): string {
   const kind = (request as { kind?: unknown } | undefined)?.kind;
   return typeof kind === 'string' ? kind : 'host call';
+}
+
+function describeProblems(issues: z.ZodError['issues']): string {
+  const problems = issues.slice(0, REPORTED_PROBLEMS).map((issue) => clip(`${issue.path.join('.') || 'arguments'}: ${issue.message}`));
+  const unreported = issues.length - problems.length;
+  if (unreported > 0) problems.push(`and ${unreported.toLocaleString('en-US')} more problem${unreported === 1 ? '' : 's'}`);
+  return problems.join('; ');
+}
+
+function clip(text: string): string {
+  return text.length > PROBLEM_CHARS ? `${text.slice(0, PROBLEM_CHARS - 3)}...` : text;
 }
 
 function callName(call: HostCall): string {

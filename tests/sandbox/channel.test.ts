@@ -90,6 +90,14 @@ describe('sandbox -> host requests', () => {
     expect(calls).toEqual([{ kind: 'llm_query', prompt: 'small' }]);
     await expect(createSandbox({ maxHostCallChars: 10 })).rejects.toThrow(/maxHostCallChars/);
   });
+
+  it('keeps the report on invalid calls short however many items are wrong', async () => {
+    const sandbox = await createSandbox({ onHostCall: () => 'unreachable' });
+    const result = await sandbox.execute('llm_query_batched(Array.from({ length: 20_000 }, () => [{ role: "wizard", content: "x" }]))');
+    expect(result.error?.name).toBe('TypeError');
+    expect(result.error?.message).toMatch(/^llm_query_batched: invalid arguments \(prompts\.0: .*; and 19,995 more problems\)$/);
+    expect(result.error!.message.length).toBeLessThan(2_000);
+  });
 });
 
 describe('a sandbox sending bulk data', () => {
