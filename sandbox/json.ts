@@ -108,7 +108,7 @@ class JsonWriter {
   private emit(text: string): void {
     this.length += text.length;
     if (this.length > this.limits.maxChars) {
-      throw new RangeErrorCtor(`the value is larger than ${this.limits.maxChars} characters of JSON`);
+      throw new RangeErrorCtor(`the value is larger than the limit of ${this.limits.maxChars} characters of JSON for one host call`);
     }
     ArrayPrototypePush(this.parts, text);
   }

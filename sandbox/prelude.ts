@@ -255,15 +255,18 @@ export function install(host: HostReference, limitsJson: string) {
 
   // ---- host calls ------------------------------------------------------------------------------
 
-  function callHost(kind: string, payload: Record<string, unknown>): unknown {
+  /** `label` names the call in errors the way model code wrote it (tool_handler, tools.NAME). */
+  function callHost(kind: string, payload: Record<string, unknown>, label = kind): unknown {
     payload.kind = kind;
     let request: string;
     try {
       request = toJsonText(payload, limits);
     } catch (error) {
       const reason = isError(error) ? describeError(error).message : 'the value cannot be read';
-      const Ctor = FunctionPrototypeHasInstance(RangeErrorCtor, error) ? RangeErrorCtor : TypeErrorCtor;
-      throw new Ctor(`${kind}: the arguments cannot be sent to the host (${reason}). Pass plain strings, numbers, arrays and objects, and send less at once.`);
+      if (FunctionPrototypeHasInstance(RangeErrorCtor, error)) {
+        throw new RangeErrorCtor(`${label}: ${reason}. Split the data across several calls, or send less (a slice, a summary).`);
+      }
+      throw new TypeErrorCtor(`${label}: the arguments cannot be sent to the host (${reason}). Pass plain strings, numbers, arrays and objects.`);
     }
     const reply = JSONParse(host.applySync(undefined, [request])) as object;
     if (readOwn(reply, 'ok') === true) return readOwn(reply, 'value');
@@ -385,15 +388,15 @@ export function install(host: HostReference, limitsJson: string) {
     payload.model = modelOption('rlm_query_batched', options);
     return callHost('rlm_query_batched', payload);
   }
-  function callTool(name: string, args: unknown): unknown {
+  function callTool(name: string, args: unknown, label: string): unknown {
     const payload = newRecord<unknown>();
     payload.name = name;
     payload.arguments = args ?? newRecord();
-    return callHost('tool_call', payload);
+    return callHost('tool_call', payload, label);
   }
   function tool_handler(name: unknown, args?: unknown) {
     if (typeof name !== 'string') throw new TypeErrorCtor(`tool_handler: the tool name must be a string, got ${describeType(name)}.`);
-    return toolText(callTool(name, args));
+    return toolText(callTool(name, args, 'tool_handler'));
   }
 
   const scaffold: Record<string, unknown> = {
@@ -565,7 +568,7 @@ export function install(host: HostReference, limitsJson: string) {
       const callable = newRecord<(args?: unknown) => unknown>();
       for (let index = 0; index < specs.length; index++) {
         const name = specs[index]!.function.name;
-        callable[name] = (args?: unknown) => callTool(name, args);
+        callable[name] = (args?: unknown) => callTool(name, args, `tools.${name}`);
       }
       defineScaffold('TOOLS', deepFreeze(specs));
       defineScaffold('tools', ObjectFreeze(callable));

@@ -7,10 +7,14 @@ export const DEFAULTS = {
     blockTimeoutMs: 60_000,
     /** Characters of output one block may print before the rest is cut. */
     outputLimitChars: 20_000,
+    /**
+     * Characters one host call (an llm_query prompt, tool arguments, ...) may send, checked in the
+     * sandbox before anything reaches the host: a 100 MB prompt must pass, but a runaway one (a
+     * whole context joined a few times over) must not cost the host its memory and event loop.
+     */
+    maxHostCallChars: 128 * 2 ** 20,
     /** Extra time past the block timeout before a worker that stopped responding is killed. */
     watchdogGraceMs: 2_000,
-    /** Characters of JSON one host call may carry: a 100 MB prompt passes, a runaway one does not reach the host. */
-    maxHostCallChars: 128 * 2 ** 20,
     /** Prompts one llm_query_batched / rlm_query_batched call may carry: a million would exhaust the host. */
     maxBatchItems: 10_000,
     /** Levels of nesting one host call may carry; deeper values would overflow host-side serializers. */

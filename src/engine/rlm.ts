@@ -57,7 +57,7 @@ export interface RLMOptions {
   maxToolIterations?: number;
   /** Replaces the built-in system prompt (prompts/system.md). */
   systemPrompt?: string;
-  sandbox?: { memoryLimitMb?: number; blockTimeoutMs?: number; outputLimitChars?: number };
+  sandbox?: { memoryLimitMb?: number; blockTimeoutMs?: number; outputLimitChars?: number; maxHostCallChars?: number };
   setupCode?: SetupCode | SetupCode[];
   /** Host tools model code can call: tools.NAME(args), tool_handler(name, args), llm_query(..., { tools: TOOLS, tool_handler }). */
   tools?: AnyTool[];

@@ -3,6 +3,7 @@ import { DEFAULTS } from '../defaults.js';
 import type { HostCallLimits } from './shared.js';
 
 // ---- host <-> worker process ------------------------------------------------------------------
+// A `payload` travels as raw text beside the frame's JSON header (see framing.ts).
 
 export type WorkerCommand =
   | { type: 'init'; id: number; memoryLimitMb: number; hostCallLimits: HostCallLimits }
@@ -29,7 +30,12 @@ export type WorkerCommand =
       timeoutMs: number;
       outputLimit: number;
     }
-  | { type: 'hostReply'; id: number; reply: string };
+  | {
+      type: 'hostReply';
+      id: number;
+      /** The HostReply as JSON text, parsed once, inside the isolate. */
+      payload: string;
+    };
 
 export type WorkerEvent =
   | { type: 'ready' }
@@ -42,7 +48,12 @@ export type WorkerEvent =
       failure?: string | undefined;
       result?: string;
     }
-  | { type: 'hostCall'; id: number; request: string };
+  | {
+      type: 'hostCall';
+      id: number;
+      /** The call as model code sent it: JSON text the host parses once and validates. */
+      payload: string;
+    };
 
 // ---- what the prelude reports about a block (untrusted: produced inside the isolate) -----------
 

@@ -21,7 +21,7 @@ export interface SandboxOptions {
   blockTimeoutMs?: number;
   /** Characters one block may print before the rest is cut with a marker. @default 20000 */
   outputLimitChars?: number;
-  /** Characters of JSON one call from model code to the host may carry. @default 134217728 (128 Mi) */
+  /** Characters of JSON one call from model code to the host may carry; a larger one fails in the sandbox with a RangeError. @default 134217728 (128 Mi) */
   maxHostCallChars?: number;
   /**
    * Resident memory of the worker process, in MB, past which it is reset. A backstop for memory the
@@ -73,6 +73,9 @@ const optionsSchema = sandboxLimitsSchema.extend({
 });
 
 const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+// A batch of a million bad prompts has a million problems; the first few show what is wrong.
+const REPORTED_PROBLEMS = 5;
+const PROBLEM_CHARS = 200;
 
 type ResetReason = 'memory' | 'crashed' | 'unresponsive' | 'resident-memory';
 
@@ -340,11 +343,11 @@ export class Sandbox {
   }
 
   private async serveHostCall(request: string, signal: AbortSignal): Promise<string> {
-    const parsed = hostCallSchema.safeParse(safeJsonParse(request));
+    const value = safeJsonParse(request);
+    const parsed = hostCallSchema.safeParse(value);
     if (!parsed.success) {
-      const kind = readKind(request);
-      const problems = parsed.error.issues.map((issue) => `${issue.path.join('.') || 'arguments'}: ${issue.message}`);
-      return replyJson({ ok: false, error: { name: 'TypeError', message: `${kind}: invalid arguments (${problems.join('; ')})` } });
+      const kind = readKind(value);
+      return replyJson({ ok: false, error: { name: 'TypeError', message: `${kind}: invalid arguments (${describeProblems(parsed.error.issues)})` } });
     }
     const call = parsed.data;
     const handler = this.options.onHostCall;
@@ -508,9 +511,16 @@ function safeJsonParse(text: string | undefined): unknown {
   }
 }
 
-function readKind(request: string): string {
-  const value = safeJsonParse(request) as { kind?: unknown } | undefined;
-  return typeof value?.kind === 'string' ? value.kind : 'host call';
+function readKind(request: unknown): string {
+  const kind = (request as { kind?: unknown } | undefined)?.kind;
+  return typeof kind === 'string' ? kind : 'host call';
+}
+
+function describeProblems(issues: z.ZodError['issues']): string {
+  const problems = issues.slice(0, REPORTED_PROBLEMS).map((issue) => clip(`${issue.path.join('.') || 'arguments'}: ${issue.message}`, PROBLEM_CHARS));
+  const unreported = issues.length - problems.length;
+  if (unreported > 0) problems.push(`and ${unreported.toLocaleString('en-US')} more problem${unreported === 1 ? '' : 's'}`);
+  return problems.join('; ');
 }
 
 function callName(call: HostCall): string {

@@ -36,7 +36,7 @@ export class WorkerProcess {
   private readonly input: Writable;
   private readonly doorbell: Writable;
   private readonly output: Readable;
-  private readonly decoder = new FrameDecoder();
+  private readonly decoder = new FrameDecoder<WorkerEvent>();
   private readonly pending = new Map<number, { resolve: (reply: Reply) => void; reject: (error: Error) => void }>();
   private nextId = 1;
   private stderrTail = '';
@@ -75,10 +75,9 @@ export class WorkerProcess {
 
     this.output.on('data', (chunk: Buffer) => {
       this.decoder.push(chunk);
-      for (let message = this.decoder.next(); message; message = this.decoder.next()) {
-        const event = message as unknown as WorkerEvent;
+      for (let event = this.decoder.next(); event; event = this.decoder.next()) {
         if (event.type === 'ready') markReady();
-        else if (event.type === 'hostCall') this.onHostCall?.(event.id, event.request);
+        else if (event.type === 'hostCall') this.onHostCall?.(event.id, event.payload);
         else this.settle(event);
       }
     });
@@ -123,7 +122,7 @@ export class WorkerProcess {
 
   replyToHostCall(id: number, reply: string): void {
     if (!this.alive) return;
-    this.write({ type: 'hostReply', id, reply });
+    this.write({ type: 'hostReply', id, payload: reply });
     this.doorbell.write(DOORBELL_RING);
   }
 

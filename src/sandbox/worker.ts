@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
 import { encodeFrame, FrameDecoder } from './framing.js';
-import type { WorkerCommand, WorkerEvent } from './protocol.js';
+import type { HostReply, WorkerCommand, WorkerEvent } from './protocol.js';
 import { BLOCK_FILENAME, PRELUDE_FILENAME, type HostCallLimits } from './shared.js';
 
 declare const __RLM_PRELUDE_SOURCE__: string;
@@ -21,17 +21,20 @@ const TO_HOST_FD = 3;
 const FROM_HOST_FD = 4;
 const DOORBELL_FD = 5;
 const SPIN_MS = 2;
+/** Large replies (batched answers, big documents) arrive in few reads. */
+const READ_BYTES = 1 << 20;
 
-const decoder = new FrameDecoder();
-const deferred: Record<string, unknown>[] = [];
+const decoder = new FrameDecoder<WorkerCommand>();
+const deferred: WorkerCommand[] = [];
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
-const readBuffer = Buffer.allocUnsafe(1 << 16);
+const readBuffer = Buffer.allocUnsafe(READ_BYTES);
 const doorbellBuffer = Buffer.allocUnsafe(64);
 
 let isolate: ivm.Isolate | undefined;
 let context: ivm.Context | undefined;
 let controller: Record<'setGlobal' | 'setTools' | 'beginBlock' | 'collect', ivm.Reference<Function>> | undefined;
 let nextHostCallId = 1;
+let maxHostCallChars = 0;
 
 function send(event: WorkerEvent) {
   writeFully(encodeFrame(event));
@@ -54,7 +57,8 @@ function readAvailable(): boolean {
   try {
     const count = fs.readSync(FROM_HOST_FD, readBuffer, 0, readBuffer.length, null);
     if (count === 0) process.exit(0); // the host is gone
-    decoder.push(readBuffer.subarray(0, count));
+    // A copy: the decoder keeps the bytes of an incomplete frame, and the next read reuses readBuffer.
+    decoder.push(Buffer.from(readBuffer.subarray(0, count)));
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return false;
@@ -66,11 +70,17 @@ function waitForHostReply(id: number): string {
   const started = performance.now();
   for (;;) {
     for (let message = decoder.next(); message; message = decoder.next()) {
-      if (message.type === 'hostReply' && message.id === id) return message.reply as string;
+      if (message.type === 'hostReply' && message.id === id) return message.payload;
       deferred.push(message);
     }
     if (readAvailable()) continue;
     if (performance.now() - started < SPIN_MS) continue;
+    // The host rings as soon as it has handed a reply to its socket; a large reply is then still
+    // arriving, and the rest of it comes with no ring of its own.
+    if (decoder.midFrame) {
+      Atomics.wait(sleepCell, 0, 0, 0.1);
+      continue;
+    }
     // Blocks until the host rings. Rings for replies already read while spinning are consumed
     // here too: each costs one extra pass through this loop, never a missed reply.
     if (fs.readSync(DOORBELL_FD, doorbellBuffer, 0, doorbellBuffer.length, null) === 0) process.exit(0);
@@ -80,28 +90,44 @@ function waitForHostReply(id: number): string {
 // Called synchronously from model code. It must never throw into the isolate: a host Error would
 // carry host stack frames and paths. Every failure becomes a JSON error reply instead.
 function hostCall(request: string): string {
+  if (request.length > maxHostCallChars) return errorReply('RangeError', tooLargeMessage(request));
   try {
     const id = nextHostCallId++;
-    send({ type: 'hostCall', id, request });
+    send({ type: 'hostCall', id, payload: request });
     return waitForHostReply(id);
   } catch (error) {
-    return JSON.stringify({ ok: false, error: { name: 'HostError', message: `the host call failed: ${describe(error)}` } });
+    return errorReply('HostError', `the host call failed: ${describe(error)}`);
   }
+}
+
+function errorReply(name: string, message: string): string {
+  return JSON.stringify({ ok: false, error: { name, message } } satisfies HostReply);
+}
+
+// The prelude writes the kind first; reading only the head keeps a huge request unparsed.
+function tooLargeMessage(request: string): string {
+  const kind = /^\{"kind":"(\w+)"/.exec(request.slice(0, 64))?.[1] ?? 'host call';
+  const count = (chars: number) => chars.toLocaleString('en-US');
+  return (
+    `${kind}: the call is ${count(request.length)} characters, over the limit of ${count(maxHostCallChars)} per host call. ` +
+    'Split the data across several calls, or send less (a slice, a summary).'
+  );
 }
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-function init(memoryLimitMb: number, hostCallLimits: HostCallLimits) {
-  isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb });
+function init(command: Extract<WorkerCommand, { type: 'init' }>) {
+  maxHostCallChars = command.hostCallLimits.maxChars;
+  isolate = new ivm.Isolate({ memoryLimit: command.memoryLimitMb });
   context = isolate.createContextSync();
   const script = isolate.compileScriptSync(
     `(function () { "use strict"; ${__RLM_PRELUDE_SOURCE__}; return rlmPrelude.install; })()`,
     { filename: PRELUDE_FILENAME },
   );
   const install = script.runSync(context, { reference: true }) as ivm.Reference<Function>;
-  const controllerRef = install.applySync(undefined, [new ivm.Reference(hostCall), JSON.stringify(hostCallLimits)], {
+  const controllerRef = install.applySync(undefined, [new ivm.Reference(hostCall), JSON.stringify(command.hostCallLimits)], {
     result: { reference: true },
   }) as unknown as ivm.Reference<Record<string, Function>>;
   const method = (name: string) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<Function>;
@@ -158,12 +184,11 @@ function errorText(error: unknown): string {
   return text.replace(/\s*\[<isolated-vm>[^\]]*\]/g, '');
 }
 
-function handle(message: Record<string, unknown>) {
-  const command = message as unknown as WorkerCommand;
+function handle(command: WorkerCommand) {
   try {
     switch (command.type) {
       case 'init':
-        init(command.memoryLimitMb, command.hostCallLimits);
+        init(command);
         send({ type: 'done', id: command.id });
         break;
       case 'setGlobal':

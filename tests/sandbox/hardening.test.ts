@@ -50,8 +50,8 @@ describe('one host call carries bounded work', () => {
         try { attempt() } catch (error) { print(error.name, error.message) }
       }
     `);
-    expect(result.stdout).toMatch(/^RangeError llm_query: the arguments cannot be sent to the host \(the value is nested more than 64 levels deep\)/);
-    expect(result.stdout.split('\n')[1]).toMatch(/^RangeError tool_call: .*nested more than 64 levels/);
+    expect(result.stdout).toMatch(/^RangeError llm_query: the value is nested more than 64 levels deep\. Split the data/);
+    expect(result.stdout.split('\n')[1]).toMatch(/^RangeError tool_handler: .*nested more than 64 levels/);
     expect(calls).toHaveLength(0);
   });
 });
