@@ -1,19 +1,23 @@
 // LM layer benchmark: llm_query_batched from inside the sandbox against the fake OpenAI server
 // (real HTTP, real openai client), and the overhead of one sequential llm_query.
 import { LlmQueries } from '../src/engine/llm-queries.js';
-import { routeHostCalls } from '../src/engine/host-calls.js';
+import { routeHostCall } from '../src/engine/host-calls.js';
+import { singleModelProvider } from '../src/lm/provider.js';
 import OpenAI from 'openai';
 import PQueue from 'p-queue';
-import { ModelGateway, ModelScheduler, OpenAIModel, Sandbox, UsageTracker } from '../src/index.js';
+import { OpenAIModel, Sandbox } from '../src/index.js';
+import { ModelGateway } from '../src/lm/gateway.js';
+import { ModelScheduler } from '../src/lm/scheduler.js';
+import { UsageTracker } from '../src/lm/usage.js';
 import { startServerProcess } from './fake-server.js';
 import { median, ms, printTable, ratio } from './report.js';
 
 const REFERENCE = { batchedRatio: 1.04, sequentialMs: 2.7 };
 
 async function sandboxAgainst(baseURL: string, concurrency: number) {
-  const gateway = new ModelGateway({ model: new OpenAIModel({ baseURL, maxRetries: 0 }), scheduler: new ModelScheduler(concurrency), usage: new UsageTracker() });
+  const gateway = new ModelGateway({ models: singleModelProvider(new OpenAIModel({ baseURL, maxRetries: 0 })), scheduler: new ModelScheduler(concurrency), usage: new UsageTracker() });
   const queries = new LlmQueries({ gateway, defaultModel: 'fake-model', maxToolIterations: 10 });
-  return Sandbox.create({ onHostCall: routeHostCalls({ queries }), blockTimeoutMs: 600_000 });
+  return Sandbox.create({ onHostCall: (call, { signal }) => routeHostCall(call, signal, { queries, subcalls: [], toolCalls: [] }, {}), blockTimeoutMs: 600_000 });
 }
 
 async function timeBlock(sandbox: Sandbox, code: string): Promise<number> {

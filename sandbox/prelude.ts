@@ -15,7 +15,7 @@ import {
   RESERVED_SESSION_NAMES,
   SESSION_NAME_PREFIXES,
   type HostCallLimits,
-  type ToolSessionReply,
+  type ToolHandBackReply,
 } from '../src/sandbox/shared.js';
 import { describeType, inspect, readOwnString } from './inspect.js';
 import { toJsonText } from './json.js';
@@ -314,7 +314,7 @@ export function install(host: HostReference, limitsJson: string) {
     let reply = callHost(kind, payload) as object;
     while (readOwn(reply, 'done') !== true) {
       const results = newList<Record<string, unknown>>();
-      const requests = readOwn(reply, 'requests') as Extract<ToolSessionReply, { done: false }>['requests'];
+      const requests = readOwn(reply, 'requests') as Extract<ToolHandBackReply, { done: false }>['requests'];
       for (let index = 0; index < requests.length; index++) {
         const request = requests[index]!;
         const result = newRecord<unknown>();
@@ -323,7 +323,7 @@ export function install(host: HostReference, limitsJson: string) {
         ArrayPrototypePush(results, result);
       }
       const next = newRecord<unknown>();
-      next.session = readOwn(reply, 'session');
+      next.handBack = readOwn(reply, 'handBack');
       next.results = results;
       reply = callHost('tool_results', next) as object;
     }

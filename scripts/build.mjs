@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { build } from 'esbuild';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,6 +47,7 @@ await build({
     cli: join(root, 'src/cli/bin.ts'),
   },
   outdir: dist,
+  define: { __RLM_VERSION__: JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version) },
   splitting: true,
   chunkNames: 'chunks/[name]-[hash]',
 });

@@ -25,7 +25,7 @@ export class ConfigurationError extends RlmError {
 export class SandboxError extends RlmError {
   override name = 'SandboxError';
   constructor(
-    code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error' | 'sandbox_setup_failed' | 'sandbox_load_failed',
+    code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error' | 'sandbox_setup_failed' | 'sandbox_load_failed' | 'sandbox_worker_exited',
     message: string,
     options?: { cause?: unknown },
   ) {
@@ -45,11 +45,38 @@ export class ModelError extends RlmError {
   }
 }
 
+/** A host tool called from model code failed; model code can catch it. */
+export class ToolError extends RlmError {
+  override name = 'ToolError';
+  constructor(message: string) {
+    super('tool_error', message);
+  }
+}
+
 /** The tool-calling loop asked the model too many times without getting an answer. */
 export class ToolLoopError extends RlmError {
   override name = 'ToolLoopError';
   constructor(message: string) {
     super('tool_loop_error', message);
+  }
+}
+
+/**
+ * A call from model code the host refuses (too large a batch, an unknown tool loop). It reaches
+ * model code as an error it can catch, under `name` (RangeError, TypeError, Error).
+ */
+export class HostCallError extends RlmError {
+  constructor(name: 'Error' | 'RangeError' | 'TypeError', message: string) {
+    super('host_call_refused', message);
+    this.name = name;
+  }
+}
+
+/** rlm itself is broken or incomplete (a missing built file or prompt): reinstall or rebuild. */
+export class InstallationError extends RlmError {
+  override name = 'InstallationError';
+  constructor(message: string) {
+    super('installation_error', message);
   }
 }
 

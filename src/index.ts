@@ -1,33 +1,37 @@
+// The public API of rlm. Everything else under src/ is internal and may change between versions.
+
+// The engine
 export { RLM, RlmSession } from './engine/rlm.js';
 export type { CompletionInput, RLMOptions, SetupCode } from './engine/rlm.js';
-export type { CodeBlockRecord, IterationRecord, RlmEvent, RlmResult, SubcallRecord } from './engine/events.js';
+export type { CodeBlockRecord, IterationRecord, RlmEvent, RlmResult, SubcallRecord, ToolCallRecord } from './engine/events.js';
+export type { UsageSummary, ModelUsage } from './lm/usage.js';
+export type { ModelPrice, PriceTable } from './lm/prices.js';
+export { DEFAULTS } from './defaults.js';
+
+// Errors: branch on `code` or the class, never on the message
+export { RlmError, ConfigurationError, SandboxError, ModelError, ToolError, ToolLoopError } from './errors.js';
 export { RunLimitError } from './engine/limits.js';
 export type { LimitCode } from './engine/limits.js';
-export { Sandbox } from './sandbox/sandbox.js';
-export type { BlockError, ExecuteResult, HostCallHandler, SandboxOptions, Variable } from './sandbox/sandbox.js';
-export type { HostCall, HostCallKind } from './sandbox/protocol.js';
-export { RlmError, ConfigurationError, SandboxError } from './errors.js';
-export { DEFAULTS } from './defaults.js';
-export { OpenAIModel, isLoopbackUrl } from './lm/openai.js';
+
+// Models
+export { OpenAIModel } from './lm/openai.js';
 export type { OpenAIModelOptions } from './lm/openai.js';
+export { openAIProvider, setDefaultModelProvider, singleModelProvider } from './lm/provider.js';
+export type { ModelProvider } from './lm/provider.js';
+export { findLocalServer, LOCAL_SERVER_CANDIDATES } from './lm/discover.js';
+export type { LocalServer } from './lm/discover.js';
 export type { ChatMessage, ChatRequest, ChatResponse, LanguageModel, TokenUsage, ToolCall, ToolChoice, ToolSpec } from './lm/types.js';
-export { ModelScheduler } from './lm/scheduler.js';
-export { ModelGateway } from './lm/gateway.js';
-export type { ModelCallEvent, ModelGatewayOptions } from './lm/gateway.js';
-export { UsageTracker } from './lm/usage.js';
-export type { ModelUsage, UsageSummary } from './lm/usage.js';
-export { DEFAULT_PRICES, findPrice } from './lm/prices.js';
-export type { ModelPrice, PriceTable } from './lm/prices.js';
+export type { ModelCallEvent } from './lm/gateway.js';
 export { runToolLoop } from './lm/run-tool-loop.js';
 export type { RunToolLoopOptions } from './lm/run-tool-loop.js';
 export type { ToolHandler } from './lm/tool-loop.js';
-export { ModelError, ToolLoopError } from './errors.js';
+
+// Tools
 export { defineTool, toTool } from './tools/define.js';
 export type { AnyTool, ExecutionPolicy, JsonSchemaToolOptions, Tool, ToolContext, ZodToolOptions } from './tools/define.js';
-export { ToolRegistry } from './tools/registry.js';
-export { ToolExecutor } from './tools/executor.js';
-export type { ToolCallRequest, ToolExecutorOptions, ToolResult } from './tools/executor.js';
-export { calculatorTool, echoTool, evaluate as evaluateArithmetic } from './tools/builtin.js';
-export { loadSetupFiles } from './tools/setup-files.js';
-export type { SetupContribution } from './tools/setup-files.js';
-export { toStrictSchema } from './tools/schema.js';
+export { calculatorTool, echoTool } from './tools/builtin.js';
+
+// The sandbox on its own
+export { Sandbox } from './sandbox/sandbox.js';
+export type { BlockError, ExecuteResult, HostCallHandler, SandboxOptions, Variable } from './sandbox/sandbox.js';
+export type { HostCall, HostCallKind } from './sandbox/protocol.js';

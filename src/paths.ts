@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { InstallationError } from './errors.js';
 
 let cachedRoot: string | undefined;
 
@@ -18,7 +19,7 @@ export function packageRoot(): string {
       return folder;
     }
     const parent = dirname(folder);
-    if (parent === folder) throw new Error('rlm: cannot find the package root (package.json named "rlm")');
+    if (parent === folder) throw new InstallationError('rlm: cannot find the package root (package.json named "rlm")');
     folder = parent;
   }
 }

@@ -1,10 +1,7 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { RlmError } from '../errors.js';
-import { packageRoot } from '../paths.js';
+import { RlmError } from '../index.js';
 import { DEFAULT_MODEL, runCommand, type CommandIo, type RunFlags } from './run-command.js';
-import { EXIT, UsageError } from './usage-error.js';
+import { EXIT } from './usage-error.js';
 
 const RUN_EXAMPLES = `
 Examples:
@@ -99,7 +96,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
     if (error instanceof CommanderError) {
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }
-    if (error instanceof UsageError || (error instanceof RlmError && (error.code === 'configuration_error' || error.code === 'missing_api_key'))) {
+    if (error instanceof RlmError && (error.code === 'usage_error' || error.code === 'configuration_error' || error.code === 'missing_api_key')) {
       io.stderr.write(`rlm: ${error.message}\n`);
       return EXIT.usage;
     }
@@ -108,6 +105,9 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   }
 }
 
+/** The package version, written into the bundle at build time (scripts/build.mjs). */
+declare const __RLM_VERSION__: string;
+
 function version(): string {
-  return (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  return __RLM_VERSION__;
 }

@@ -1,6 +1,4 @@
-import type { RlmEvent } from '../engine/events.js';
-import type { PriceTable } from '../lm/prices.js';
-import { UsageTracker } from '../lm/usage.js';
+import type { RlmEvent } from '../index.js';
 
 export type ProgressMode = 'live' | 'lines' | 'quiet';
 
@@ -16,7 +14,7 @@ interface Output {
  * model's replies and each block's output.
  */
 export class ProgressView {
-  private readonly usage: UsageTracker;
+  private readonly usage = { calls: 0, tokens: 0, costUsd: 0, costComplete: true };
   private readonly started = Date.now();
   private iteration = 0;
   private maxIterations = 0;
@@ -30,10 +28,8 @@ export class ProgressView {
   constructor(
     private readonly mode: ProgressMode,
     private readonly output: Output,
-    prices: PriceTable,
     private readonly verbose = false,
   ) {
-    this.usage = new UsageTracker(prices);
     if (mode === 'live') {
       this.timer = setInterval(() => this.redraw(), 250);
       this.timer.unref();
@@ -59,7 +55,7 @@ export class ProgressView {
           this.subcallsRunning--;
           this.subcallsDone++;
         }
-        if (event.response) this.usage.record(event.model, event.response.usage);
+        if (event.response) this.countUsage(event.response.usage, event.costUsd);
         if (event.purpose === 'root' && event.depth === 0 && this.verbose && event.response?.content) {
           this.line(`--- reply (iteration ${this.iteration}) ---\n${event.response.content.trimEnd()}`);
         }
@@ -107,18 +103,25 @@ export class ProgressView {
     this.clearStatus();
   }
 
+  private countUsage(tokens: { inputTokens: number; outputTokens: number }, costUsd: number | null | undefined): void {
+    this.usage.calls += 1;
+    this.usage.tokens += tokens.inputTokens + tokens.outputTokens;
+    if (costUsd === null || costUsd === undefined) this.usage.costComplete = false;
+    else this.usage.costUsd += costUsd;
+  }
+
   private summary(): string {
-    const usage = this.usage.summary();
-    return `done in ${seconds(Date.now() - this.started)} · ${usage.calls} model calls · ${formatTokens(usage.inputTokens + usage.outputTokens)} tokens · ${formatCost(usage.costUsd, usage.costComplete)}`;
+    const { usage } = this;
+    return `done in ${seconds(Date.now() - this.started)} · ${usage.calls} model calls · ${formatTokens(usage.tokens)} tokens · ${formatCost(usage.costUsd, usage.costComplete)}`;
   }
 
   private status(): string {
-    const usage = this.usage.summary();
+    const { usage } = this;
     const parts = [`iteration ${this.iteration}/${this.maxIterations}`];
     if (this.block) parts.push(`block ${this.block.index} running ${seconds(Date.now() - this.block.started)}`);
     parts.push(`sub-calls ${this.subcallsRunning} running, ${this.subcallsDone} done`);
     if (this.childrenRunning > 0) parts.push(`${this.childrenRunning} child runs`);
-    parts.push(`${formatTokens(usage.inputTokens + usage.outputTokens)} tokens`, formatCost(usage.costUsd, usage.costComplete), seconds(Date.now() - this.started));
+    parts.push(`${formatTokens(usage.tokens)} tokens`, formatCost(usage.costUsd, usage.costComplete), seconds(Date.now() - this.started));
     return parts.join(' · ');
   }
 

@@ -1,10 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { RLM, type RLMOptions } from '../engine/rlm.js';
-import { RunLimitError } from '../engine/limits.js';
-import type { RlmResult } from '../engine/events.js';
-import { DEFAULTS } from '../defaults.js';
-import { ConfigurationError, type RlmError } from '../errors.js';
-import { DEFAULT_PRICES } from '../lm/prices.js';
+import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RunLimitError, type RLMOptions, type RlmError, type RlmResult } from '../index.js';
 import { loadContexts } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { EXIT, UsageError } from './usage-error.js';
@@ -50,13 +45,13 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
   if (contexts.length === 0) throw new UsageError('Give the input with --context <file|folder|->, e.g. rlm run --context report.txt "What changed?"');
   if (query !== undefined && query.trim() === '') throw new UsageError('The question is empty: pass it as the last argument or with --query.');
 
-  const options = buildOptions(flags, io.env);
+  const options = await buildOptions(flags, io);
   const rlm = new RLM(options);
   await rlm.prepare(); // setup files: a broken one is a usage error, reported before any model call
   const context = await loadContexts(contexts, io.readStdin);
 
   const mode: ProgressMode = flags.quiet ? 'quiet' : io.stderr.isTTY ? 'live' : 'lines';
-  const progress = new ProgressView(mode, io.stderr, { ...DEFAULT_PRICES }, Boolean(flags.verbose) && !flags.quiet);
+  const progress = new ProgressView(mode, io.stderr, Boolean(flags.verbose) && !flags.quiet);
   let result: RlmResult | undefined;
   try {
     for await (const event of rlm.stream({ context, query, signal: io.interrupt })) {
@@ -81,11 +76,18 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
   return EXIT.ok;
 }
 
-function buildOptions(flags: RunFlags, env: NodeJS.ProcessEnv): RLMOptions {
-  const model = flags.model ?? env.RLM_MODEL ?? DEFAULT_MODEL;
+async function buildOptions(flags: RunFlags, io: CommandIo): Promise<RLMOptions> {
+  const { env } = io;
+  let model = flags.model ?? env.RLM_MODEL;
   const subModel = flags.subModel ?? env.RLM_SUB_MODEL;
-  const baseURL = flags.baseUrl ?? env.OPENAI_BASE_URL;
+  let baseURL = flags.baseUrl ?? env.OPENAI_BASE_URL;
   const apiKey = flags.apiKey ?? env.OPENAI_API_KEY;
+  if (!baseURL && !apiKey) {
+    const local = await useLocalServer(io, model);
+    baseURL = local.baseURL;
+    model ??= local.model;
+  }
+  model ??= DEFAULT_MODEL;
   const sandbox = {
     ...(flags.blockTimeout !== undefined && { blockTimeoutMs: Math.round(flags.blockTimeout * 1000) }),
     ...(flags.memoryLimit !== undefined && { memoryLimitMb: flags.memoryLimit }),
@@ -105,6 +107,24 @@ function buildOptions(flags: RunFlags, env: NodeJS.ProcessEnv): RLMOptions {
     ...(flags.systemPrompt && { systemPrompt: readPromptFile(flags.systemPrompt) }),
     ...(flags.logDir && { logDir: flags.logDir }),
   };
+}
+
+/**
+ * With neither a key nor an endpoint, the user most likely runs a model on this machine: use the
+ * first common local server that answers, and say which. When none does, say what was tried.
+ */
+async function useLocalServer(io: CommandIo, model: string | undefined): Promise<{ baseURL: string; model: string | undefined }> {
+  const found = await findLocalServer();
+  if (!found) {
+    const tried = LOCAL_SERVER_CANDIDATES.map((candidate) => `${candidate.baseURL} (${candidate.name})`).join(', ');
+    throw new UsageError(
+      'OPENAI_API_KEY is not set: pass --api-key or set OPENAI_API_KEY, or pass --base-url for another OpenAI-compatible server. ' +
+        `No local server answered at ${tried}.`,
+    );
+  }
+  const chosen = model ?? found.models[0];
+  io.stderr.write(`rlm: no API key or base URL given: using ${found.name} at ${found.baseURL}${chosen ? ` with model ${chosen}` : ''}\n`);
+  return { baseURL: found.baseURL, model: chosen };
 }
 
 function readPromptFile(path: string): string {

@@ -1,6 +1,11 @@
+import { RlmError } from '../index.js';
+
 /** A mistake in how rlm was called (flags, files, configuration): exit code 2, with what to do. */
-export class UsageError extends Error {
+export class UsageError extends RlmError {
   override name = 'UsageError';
+  constructor(message: string) {
+    super('usage_error', message);
+  }
 }
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;

@@ -1,32 +1,42 @@
+import { ToolError } from '../errors.js';
 import type { HostCall } from '../sandbox/protocol.js';
-import type { HostCallHandler } from '../sandbox/sandbox.js';
+import type { SubcallRecord, ToolCallRecord } from './events.js';
 import type { LlmQueries } from './llm-queries.js';
 
 /**
- * Routes calls from model code to the services of a run. rlm_query without recursion behaves
- * like llm_query; tool calls need a tool handler.
+ * What the host calls of one code block share: their llm_query state (tool-calling loops that
+ * span several calls) and where their records go. One per block, so a sub-call that finishes late
+ * is still recorded on the block that made it.
  */
-export function routeHostCalls(services: {
+export interface BlockScope {
   queries: LlmQueries;
-  rlmQuery?: (call: Extract<HostCall, { kind: 'rlm_query' | 'rlm_query_batched' }>, signal: AbortSignal) => Promise<unknown>;
-  toolCall?: (call: Extract<HostCall, { kind: 'tool_call' }>, signal: AbortSignal) => Promise<unknown>;
-}): HostCallHandler {
-  return (call, { signal }) => {
-    switch (call.kind) {
-      case 'llm_query':
-      case 'llm_query_batched':
-        return services.queries.query(call, signal);
-      case 'tool_results':
-        return services.queries.toolResults(call);
-      case 'rlm_query':
-        return services.rlmQuery ? services.rlmQuery(call, signal) : services.queries.query({ kind: 'llm_query', prompt: call.prompt, model: call.model }, signal);
-      case 'rlm_query_batched':
-        return services.rlmQuery
-          ? services.rlmQuery(call, signal)
-          : services.queries.query({ kind: 'llm_query_batched', prompts: call.prompts, model: call.model }, signal);
-      case 'tool_call':
-        if (!services.toolCall) throw new Error('tool_handler: no tools are available in this run');
-        return services.toolCall(call, signal);
-    }
-  };
+  subcalls: SubcallRecord[];
+  toolCalls: ToolCallRecord[];
+}
+
+export interface HostServices {
+  /** Child runs; without it (at the depth limit) rlm_query behaves like llm_query. */
+  runChildren?: (call: Extract<HostCall, { kind: 'rlm_query' | 'rlm_query_batched' }>, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
+  /** Host tools; without it tool_handler reports that the run has none. */
+  callTool?: (call: Extract<HostCall, { kind: 'tool_call' }>, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
+}
+
+/** Routes one call from model code to the service that answers it. */
+export function routeHostCall(call: HostCall, signal: AbortSignal, scope: BlockScope, services: HostServices): unknown {
+  switch (call.kind) {
+    case 'llm_query':
+    case 'llm_query_batched':
+      return scope.queries.query(call, signal);
+    case 'tool_results':
+      return scope.queries.toolResults(call);
+    case 'rlm_query':
+      return services.runChildren ? services.runChildren(call, signal, scope) : scope.queries.query({ kind: 'llm_query', prompt: call.prompt, model: call.model }, signal);
+    case 'rlm_query_batched':
+      return services.runChildren
+        ? services.runChildren(call, signal, scope)
+        : scope.queries.query({ kind: 'llm_query_batched', prompts: call.prompts, model: call.model }, signal);
+    case 'tool_call':
+      if (!services.callTool) throw new ToolError('tool_handler: no tools are available in this run');
+      return services.callTool(call, signal, scope);
+  }
 }

@@ -1,4 +1,5 @@
 import { RlmError } from '../errors.js';
+import { formatDuration } from '../format.js';
 import type { UsageSummary, UsageTracker } from '../lm/usage.js';
 
 export type LimitCode = 'max_iterations' | 'max_tokens' | 'max_budget' | 'max_time' | 'max_errors' | 'max_llm_calls';
@@ -9,14 +10,22 @@ export type LimitCode = 'max_iterations' | 'max_tokens' | 'max_budget' | 'max_ti
  */
 export class RunLimitError extends RlmError {
   override name = 'RunLimitError';
-  partialAnswer: string | undefined;
-  usage: UsageSummary | undefined;
+  readonly partialAnswer: string | undefined;
+  readonly usage: UsageSummary | undefined;
 
   constructor(
     override readonly code: LimitCode,
     message: string,
+    details: { partialAnswer?: string | undefined; usage?: UsageSummary | undefined } = {},
   ) {
     super(code, message);
+    this.partialAnswer = details.partialAnswer;
+    this.usage = details.usage;
+  }
+
+  /** The same stop with more of what the run knew when it ended (errors are not changed once thrown). */
+  with(details: { partialAnswer?: string | undefined; usage?: UsageSummary | undefined }): RunLimitError {
+    return new RunLimitError(this.code, this.message, { partialAnswer: this.partialAnswer, usage: this.usage, ...details });
   }
 }
 
@@ -47,7 +56,7 @@ export class TreeBudget {
     if (limits.maxTimeMs !== undefined) {
       this.deadline = Date.now() + limits.maxTimeMs;
       this.timer = setTimeout(
-        () => this.stop(new RunLimitError('max_time', `Time limit reached: the run took longer than ${formatMs(limits.maxTimeMs!)}.`)),
+        () => this.stop(new RunLimitError('max_time', `Time limit reached: the run took longer than ${formatDuration(limits.maxTimeMs!)}.`)),
         limits.maxTimeMs,
       );
       this.timer.unref?.();
@@ -116,8 +125,4 @@ export class TreeBudget {
     this.stop(error);
     throw error;
   }
-}
-
-function formatMs(ms: number): string {
-  return ms >= 1000 ? `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)} s` : `${ms} ms`;
 }

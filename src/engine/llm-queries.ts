@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { HostCallError } from '../errors.js';
 import type { ModelGateway } from '../lm/gateway.js';
 import { driveToolLoop, toolLoop, type ToolInvocation } from '../lm/tool-loop.js';
 import type { ChatMessage, ChatRequest, ToolChoice, ToolSpec } from '../lm/types.js';
-import type { HostCall, ToolSessionReply } from '../sandbox/protocol.js';
+import type { HostCall, ToolHandBackReply } from '../sandbox/protocol.js';
+import { itemResult, settleCalls } from './fan-out.js';
 
 type QueryCall = Extract<HostCall, { kind: 'llm_query' | 'llm_query_batched' }>;
 type Prompt = Extract<HostCall, { kind: 'llm_query' }>['prompt'];
@@ -17,13 +19,13 @@ export interface LlmQueriesOptions {
 }
 
 /**
- * Serves `llm_query` and `llm_query_batched` from sandbox code. Batches keep input order and never
- * fail as a whole: a failed item becomes a string starting with "Error:" that says what went wrong.
- * With tools, each prompt gets its own tool-calling loop on the host; rounds of tool calls are
- * handed back to the sandbox (see ToolSession), and the loops of a batch keep running concurrently.
+ * Serves `llm_query` and `llm_query_batched` from sandbox code (see settleCalls for how batches
+ * answer). With tools, each prompt gets its own tool-calling loop on the host; rounds of tool calls
+ * are handed back to the sandbox (see ToolHandBack), and the loops of a batch keep running
+ * concurrently.
  */
 export class LlmQueries {
-  private readonly sessions = new Map<string, ToolSession>();
+  private readonly handBacks = new Map<string, ToolHandBack>();
 
   constructor(private readonly options: LlmQueriesOptions) {}
 
@@ -32,14 +34,12 @@ export class LlmQueries {
     this.checkCallsLeft(call.kind, prompts.length);
     const requests = prompts.map((prompt) => this.request(prompt, call, signal));
     if (call.tools) {
-      const session = new ToolSession(requests, call.kind === 'llm_query_batched', this.options, signal);
-      this.sessions.set(session.id, session);
-      signal.addEventListener('abort', () => this.sessions.delete(session.id), { once: true });
-      return this.advance(session);
+      const handBack = new ToolHandBack(requests, call.kind === 'llm_query_batched', this.options, signal);
+      this.handBacks.set(handBack.id, handBack);
+      signal.addEventListener('abort', () => this.handBacks.delete(handBack.id), { once: true });
+      return this.advance(handBack);
     }
-    if (call.kind === 'llm_query') return this.answer(requests[0]!);
-    const settled = await Promise.allSettled(requests.map((request) => this.answer(request)));
-    return settled.map(itemResult);
+    return settleCalls(call.kind === 'llm_query' ? 'single' : 'batch', requests.map((request) => this.answer(request)));
   }
 
   /**
@@ -50,26 +50,27 @@ export class LlmQueries {
   private checkCallsLeft(kind: string, count: number) {
     const remaining = this.options.remainingCalls?.();
     if (remaining === undefined || remaining === 0 || count <= remaining) return;
-    throw new RangeError(
+    throw new HostCallError(
+      'RangeError',
       `${kind}: ${count} prompts, but only ${remaining} model calls remain under the run's call limit (maxLlmCalls). Send at most ${remaining}.`,
     );
   }
 
   /** Outputs of tool calls the sandbox ran; answers with the next round or the final value. */
-  async toolResults(call: Extract<HostCall, { kind: 'tool_results' }>): Promise<ToolSessionReply> {
-    const session = this.sessions.get(call.session);
-    if (!session) throw new Error(`tool_results: unknown or finished session ${call.session}`);
-    session.deliver(call.results);
-    return this.advance(session);
+  async toolResults(call: Extract<HostCall, { kind: 'tool_results' }>): Promise<ToolHandBackReply> {
+    const handBack = this.handBacks.get(call.handBack);
+    if (!handBack) throw new HostCallError('Error', `tool_results: unknown or finished tool loop ${call.handBack}`);
+    handBack.deliver(call.results);
+    return this.advance(handBack);
   }
 
-  private async advance(session: ToolSession): Promise<ToolSessionReply> {
+  private async advance(handBack: ToolHandBack): Promise<ToolHandBackReply> {
     try {
-      const reply = await session.next();
-      if (reply.done) this.sessions.delete(session.id);
+      const reply = await handBack.next();
+      if (reply.done) this.handBacks.delete(handBack.id);
       return reply;
     } catch (error) {
-      this.sessions.delete(session.id);
+      this.handBacks.delete(handBack.id);
       throw error;
     }
   }
@@ -92,21 +93,13 @@ export class LlmQueries {
   }
 }
 
-/** One item of a batch: its answer, or a string starting with "Error:" that says what failed. */
-export function itemResult(outcome: PromiseSettledResult<string>): string {
-  if (outcome.status === 'fulfilled') return outcome.value;
-  const error = outcome.reason as { name?: string; message?: string } | undefined;
-  const message = error?.message ?? String(outcome.reason);
-  return error?.name && error.name !== 'Error' ? `Error: ${error.name}: ${message}` : `Error: ${message}`;
-}
-
 /**
  * The tool-calling loops of one `llm_query` / `llm_query_batched` call whose tool handler lives in
  * the sandbox. Each loop runs on the host; when one needs tool outputs, its calls go to an outbox
  * the sandbox collects (through the reply to its pending host call), and the loop waits for
  * `deliver`. Other loops keep calling the model meanwhile.
  */
-class ToolSession {
+class ToolHandBack {
   readonly id = randomUUID();
   private readonly outbox: { id: string; name: string; arguments: Record<string, unknown> }[] = [];
   private readonly waiting = new Map<string, { resolve: (output: string) => void; reject: (reason: unknown) => void }>();
@@ -136,20 +129,20 @@ class ToolSession {
   }
 
   /** Waits until there are tool calls for the sandbox, or every loop has finished. */
-  async next(): Promise<ToolSessionReply> {
+  async next(): Promise<ToolHandBackReply> {
     while (this.outbox.length === 0 && !this.settled) {
       await new Promise<void>((resolve) => {
         this.notify = resolve;
       });
     }
-    if (this.outbox.length > 0) return { done: false, session: this.id, requests: this.outbox.splice(0) };
+    if (this.outbox.length > 0) return { done: false, handBack: this.id, requests: this.outbox.splice(0) };
     return { done: true, value: await this.outcome };
   }
 
   deliver(results: { id: string; output: string }[]): void {
     for (const { id, output } of results) {
       const waiter = this.waiting.get(id);
-      if (!waiter) throw new Error(`tool_results: no pending tool call with id ${id}`);
+      if (!waiter) throw new HostCallError('Error', `tool_results: no pending tool call with id ${id}`);
       this.waiting.delete(id);
       waiter.resolve(output);
     }

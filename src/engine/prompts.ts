@@ -1,23 +1,73 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DEFAULTS } from '../defaults.js';
+import { InstallationError } from '../errors.js';
 import { packageRoot } from '../paths.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import type { CodeBlockRecord } from './events.js';
 
-/** The prompt templates in prompts/, read once. Placeholders look like {{name}}. */
-export interface PromptTemplates {
+// Every text the root model reads comes from prompts/*.md; this module only fills placeholders.
+
+const MESSAGE_NAMES = [
+  'empty-reply',
+  'no-code',
+  'final-with-code',
+  'final-before-code',
+  'final-var-missing',
+  'query',
+  'task-in-context',
+  'session-turn',
+  'session-turn-with-history',
+  'child-run',
+  'code-output',
+  'no-output',
+  'variables',
+  'tool',
+  'context-string',
+  'context-array',
+  'context-object',
+  'context-other',
+] as const;
+export type MessageName = (typeof MESSAGE_NAMES)[number];
+
+interface PromptTemplates {
   system: string;
   firstTurn: string;
   nextTurn: string;
   forceFinal: string;
+  tools: string;
+  messages: Record<MessageName, string>;
 }
 
 let cached: PromptTemplates | undefined;
 
-export function promptTemplates(): PromptTemplates {
+function templates(): PromptTemplates {
   if (!cached) {
     const read = (name: string) => readFileSync(join(packageRoot(), 'prompts', name), 'utf8');
-    cached = { system: read('system.md'), firstTurn: read('first-turn.md'), nextTurn: read('next-turn.md'), forceFinal: read('force-final.md') };
+    cached = {
+      system: read('system.md'),
+      firstTurn: read('first-turn.md'),
+      nextTurn: read('next-turn.md'),
+      forceFinal: read('force-final.md'),
+      tools: read('tools.md'),
+      messages: parseMessages(read('messages.md')),
+    };
   }
   return cached;
+}
+
+/** Splits messages.md into its "## name" sections; a missing section is a packaging error. */
+function parseMessages(text: string): Record<MessageName, string> {
+  const sections = new Map<string, string>();
+  const parts = text.split(/^## ([\w-]+)[ \t]*$/m);
+  for (let index = 1; index < parts.length; index += 2) sections.set(parts[index]!, parts[index + 1]!.replace(/^\n+|\s+$/g, ''));
+  const messages = {} as Record<MessageName, string>;
+  for (const name of MESSAGE_NAMES) {
+    const section = sections.get(name);
+    if (section === undefined) throw new InstallationError(`prompts/messages.md has no "## ${name}" section: reinstall rlm`);
+    messages[name] = section;
+  }
+  return messages;
 }
 
 /** Replaces {{name}} placeholders; unknown placeholders are left as they are. */
@@ -25,24 +75,94 @@ export function render(template: string, values: Record<string, string>): string
   return template.replace(/\{\{(\w+)\}\}/g, (match, name: string) => values[name] ?? match);
 }
 
+/** One of the short messages in prompts/messages.md, filled in. */
+export function message(name: MessageName, values: Record<string, string> = {}): string {
+  return render(templates().messages[name], values);
+}
+
+export interface SystemPromptSettings {
+  outputLimitChars: number | undefined;
+  blockTimeoutMs: number | undefined;
+  /** Depth of the run in the tree (0 for the root). */
+  depth: number;
+  canRecurse: boolean;
+  tools: ToolRegistry;
+}
+
+export function systemPrompt(settings: SystemPromptSettings): string {
+  return render(templates().system, {
+    output_limit: (settings.outputLimitChars ?? DEFAULTS.sandbox.outputLimitChars).toLocaleString('en-US'),
+    block_timeout: `${Math.round((settings.blockTimeoutMs ?? DEFAULTS.sandbox.blockTimeoutMs) / 1000)} s of computation`,
+    context_note: settings.depth > 0 ? ' (for a child run: the task you were given)' : '',
+    sub_model_chars: '500,000',
+    recursion_note: settings.canRecurse
+      ? 'Child runs cost more than llm_query: use them for real subtasks.'
+      : 'Recursion is not available at this depth: it behaves like `llm_query`.',
+    tools_section: toolsSection(settings.tools),
+  });
+}
+
+function toolsSection(tools: ToolRegistry): string {
+  if (tools.size === 0) return '';
+  const list = tools.names().map((name) => {
+    const tool = tools.get(name)!;
+    return message('tool', { name, description: tool.description, parameters: JSON.stringify(tool.parametersSchema) });
+  });
+  return render(templates().tools, { tool_list: list.join('\n') }).trimEnd();
+}
+
+/** The first user message: what the context is (never the context itself), and the run's place. */
+export function contextMessage(context: unknown, placement: { depth: number; contextIndex?: number; histories: number }): string {
+  const parts = [describeContext(context)];
+  const { contextIndex, histories } = placement;
+  if (contextIndex) {
+    const values = { turn: String(contextIndex + 1), index: String(contextIndex), previous: String(contextIndex - 1), last_history: String(histories - 1) };
+    parts.push(message(histories > 0 ? 'session-turn-with-history' : 'session-turn', values));
+  }
+  if (placement.depth > 0) parts.push(message('child-run'));
+  return parts.join('\n');
+}
+
+/** The user message that asks for the next turn, after any notes about the last one. */
+export function turnPrompt(index: number, query: string | undefined, notes: string[]): string {
+  const querySection = query ? message('query', { query }) : message('task-in-context');
+  const text = render(index === 1 ? templates().firstTurn : templates().nextTurn, { query_section: querySection });
+  return notes.length > 0 ? `${notes.join('\n')}\n\n${text}` : text;
+}
+
+export function forceFinalPrompt(): string {
+  return templates().forceFinal;
+}
+
+/** What the root model sees of a block it ran: its code, output, error and variables. */
+export function blockOutputMessage(block: CodeBlockRecord): string {
+  const { result } = block;
+  const parts: string[] = [];
+  if (result.stdout) parts.push(result.stdout.trimEnd());
+  if (result.error) parts.push(result.error.stack || `${result.error.name}: ${result.error.message}`);
+  if (result.variables.length > 0) {
+    const names = result.variables.map((variable) => variable.name).join(', ');
+    parts.push(message('variables', { names, more: result.omittedVariables ? ` and ${result.omittedVariables} more` : '' }));
+  }
+  return message('code-output', { code: block.code, output: parts.join('\n\n') || message('no-output') });
+}
+
 /** What the root model learns about the context instead of the context itself. */
 export function describeContext(context: unknown): string {
-  if (typeof context === 'string') {
-    return `Your context is a string of ${context.length.toLocaleString('en-US')} characters.`;
-  }
+  const count = (value: number) => value.toLocaleString('en-US');
+  if (typeof context === 'string') return message('context-string', { length: count(context.length) });
   if (Array.isArray(context)) {
     const lengths = context.map(itemLength);
     const total = lengths.reduce((sum, length) => sum + length, 0);
-    const shown = lengths.slice(0, 100).join(', ');
     const more = lengths.length > 100 ? `, ... (${lengths.length - 100} more)` : '';
-    return `Your context is an array of ${context.length.toLocaleString('en-US')} items with ${total.toLocaleString('en-US')} characters in total. Item lengths in characters: [${shown}${more}].`;
+    return message('context-array', { count: count(context.length), total: count(total), lengths: `${lengths.slice(0, 100).join(', ')}${more}` });
   }
   if (context !== null && typeof context === 'object') {
     const keys = Object.keys(context);
     const shownKeys = keys.slice(0, 30).join(', ') + (keys.length > 30 ? `, ... (${keys.length - 30} more)` : '');
-    return `Your context is an object with ${keys.length} keys (${shownKeys}) and ${JSON.stringify(context).length.toLocaleString('en-US')} characters as JSON.`;
+    return message('context-object', { count: String(keys.length), keys: shownKeys, length: count(JSON.stringify(context).length) });
   }
-  return `Your context is a ${context === null ? 'null' : typeof context} value.`;
+  return message('context-other', { type: context === null ? 'null' : typeof context });
 }
 
 function itemLength(item: unknown): number {

@@ -1,12 +1,10 @@
-import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, InstallationError } from '../errors.js';
 import { ModelGateway } from '../lm/gateway.js';
-import { OpenAIModel } from '../lm/openai.js';
-import { DEFAULT_PRICES, type PriceTable } from '../lm/prices.js';
-import { ModelScheduler } from '../lm/scheduler.js';
+import { DEFAULT_PRICES } from '../lm/prices.js';
+import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
+import { KeyedQueues, ModelScheduler } from '../lm/scheduler.js';
 import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
 import { parseOptions } from '../options.js';
@@ -14,95 +12,80 @@ import { workerPool } from '../sandbox/pool.js';
 import { sandboxLimitsSchema } from '../sandbox/sandbox.js';
 import type { AnyTool } from '../tools/define.js';
 import { ToolRegistry } from '../tools/registry.js';
-import { loadSetupFiles } from '../tools/setup-files.js';
+import { loadSetupCode, loadSetupFiles } from '../tools/setup-files.js';
 import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
 import { RunLimitError, TreeBudget } from './limits.js';
 import { Run, type RunSettings, type SessionState } from './run.js';
 import { TrajectoryLogger } from './trajectory.js';
-import { transpileTypeScript } from './typescript.js';
 
-/** Setup code run in the sandbox before the first block: JavaScript, TypeScript, or a file of either. */
-export type SetupCode = string | { code: string; language?: 'js' | 'ts' } | { file: string };
+const positive = z.number().int().positive();
+const isFunction = (value: unknown) => typeof value === 'function';
+const setupCodeEntry = z.union([
+  z.string(),
+  z.object({ code: z.string(), language: z.enum(['js', 'ts']).optional() }),
+  z.object({ file: z.string().min(1) }),
+]);
 
-export interface RLMOptions {
+/** The options of `new RLM(...)`, validated when the RLM is built. `RLMOptions` is derived from it. */
+const rlmOptionsSchema = z.object({
   /** The root model: it writes the code. */
-  model: string;
+  model: z.string().min(1, 'name the root model'),
   /** Model for llm_query from code. @default the root model */
-  subModel?: string;
-  /** Any LanguageModel (e.g. ScriptedModel in tests). @default an OpenAIModel built from baseURL / apiKey */
-  languageModel?: LanguageModel;
+  subModel: z.string().min(1).optional(),
+  /** One LanguageModel for every model name (e.g. ScriptedModel in tests). */
+  languageModel: z.custom<LanguageModel>((value) => isFunction((value as LanguageModel)?.chat), 'expected an object with a chat() method').optional(),
+  /** Resolves model names to LanguageModels. @default an OpenAI-compatible client built from baseURL / apiKey */
+  provider: z.custom<ModelProvider>((value) => isFunction((value as ModelProvider)?.getModel), 'expected an object with a getModel() method').optional(),
   /** OpenAI-compatible endpoint. @default OPENAI_BASE_URL or OpenAI */
-  baseURL?: string;
+  baseURL: z.string().url().optional(),
   /** @default OPENAI_API_KEY */
-  apiKey?: string;
+  apiKey: z.string().optional(),
   /** Root-model turns before the answer is forced in one more call. @default 30 */
-  maxIterations?: number;
+  maxIterations: positive.default(DEFAULTS.engine.maxIterations),
   /** 1: no recursion (rlm_query acts like llm_query); 2: one level of child RLMs; ... @default 1 */
-  maxDepth?: number;
+  maxDepth: positive.default(DEFAULTS.engine.maxDepth),
   /** Input plus output tokens over the whole run tree. */
-  maxTokens?: number;
+  maxTokens: positive.optional(),
   /** USD over the whole run tree (models without a price count as free). */
-  maxBudgetUsd?: number;
+  maxBudgetUsd: z.number().positive().optional(),
   /** Wall-clock limit for the whole run; interrupts running blocks and model calls. */
-  maxTimeMs?: number;
+  maxTimeMs: positive.optional(),
   /** Iterations in a row whose code failed before the run stops. */
-  maxErrors?: number;
+  maxErrors: positive.optional(),
   /** Model calls over the whole run tree. */
-  maxLlmCalls?: number;
+  maxLlmCalls: positive.optional(),
   /** Requests in flight at once per model, over the whole tree. @default 16 */
-  maxConcurrency?: number;
+  maxConcurrency: positive.default(DEFAULTS.lm.maxConcurrency),
   /** Child RLMs running at once per depth. @default 4 */
-  maxConcurrentChildren?: number;
+  maxConcurrentChildren: positive.default(DEFAULTS.engine.maxConcurrentChildren),
   /** Model calls one tool-calling loop may make. @default 10 */
-  maxToolIterations?: number;
+  maxToolIterations: positive.default(DEFAULTS.lm.maxToolIterations),
   /** Replaces the built-in system prompt (prompts/system.md). */
-  systemPrompt?: string;
-  sandbox?: { memoryLimitMb?: number; blockTimeoutMs?: number; outputLimitChars?: number; maxHostCallChars?: number };
-  setupCode?: SetupCode | SetupCode[];
+  systemPrompt: z.string().optional(),
+  /** Limits of each run's sandbox: heap (MB), time per block (ms), printed characters per block, ... */
+  sandbox: sandboxLimitsSchema.default(sandboxLimitsSchema.parse({})),
+  /** Setup code run in the sandbox before the first block: JavaScript, TypeScript, or a file of either. */
+  setupCode: z.union([setupCodeEntry, z.array(setupCodeEntry)]).optional(),
   /** Host tools model code can call: tools.NAME(args), tool_handler(name, args), llm_query(..., { tools: TOOLS, tool_handler }). */
-  tools?: AnyTool[];
+  tools: z.array(z.custom<AnyTool>((value) => isFunction((value as AnyTool)?.validate), 'expected tools made with defineTool()')).optional(),
   /** Setup files (TypeScript or JavaScript modules) exporting `tools` and/or `sandboxSetup`. */
-  setup?: string[];
+  setup: z.array(z.string().min(1)).optional(),
   /** Prices (USD per million tokens) added to or replacing the built-in table. */
-  prices?: PriceTable;
+  prices: z.record(z.string(), z.object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).optional(),
   /** Write a JSONL trajectory of every run into this folder. */
-  logDir?: string;
+  logDir: z.string().min(1).optional(),
   /** Awaited after every root iteration, so a durable step runner can checkpoint each step. */
-  onIteration?: (iteration: IterationRecord, index: number) => unknown;
+  onIteration: z.custom<(iteration: IterationRecord, index: number) => unknown>(isFunction, 'expected a function').optional(),
   /** Called after every sub-call a run's code makes (llm_query and friends), anywhere in the tree. */
-  onRequest?: (request: Omit<ChatRequest, 'signal'>, response: ChatResponse | undefined) => void;
-}
+  onRequest: z.custom<(request: Omit<ChatRequest, 'signal'>, response: ChatResponse | undefined) => void>(isFunction, 'expected a function').optional(),
+});
+
+/** Options of `new RLM(...)`; see each field for its meaning and default. */
+export type RLMOptions = z.input<typeof rlmOptionsSchema>;
+export type { SetupCode } from '../tools/setup-files.js';
 
 /** What to answer: a context to explore and a question about it. A plain string is the context. */
 export type CompletionInput = string | { context?: unknown; query?: string; signal?: AbortSignal };
-
-const positive = z.number().int().positive();
-const optionsSchema = z.object({
-  model: z.string().min(1, 'name the root model'),
-  subModel: z.string().min(1).optional(),
-  languageModel: z.custom<LanguageModel>((value) => typeof (value as LanguageModel)?.chat === 'function', 'expected an object with a chat() method').optional(),
-  baseURL: z.string().url().optional(),
-  apiKey: z.string().optional(),
-  maxIterations: positive.default(DEFAULTS.engine.maxIterations),
-  maxDepth: positive.default(DEFAULTS.engine.maxDepth),
-  maxTokens: positive.optional(),
-  maxBudgetUsd: z.number().positive().optional(),
-  maxTimeMs: positive.optional(),
-  maxErrors: positive.optional(),
-  maxLlmCalls: positive.optional(),
-  maxConcurrency: positive.default(DEFAULTS.lm.maxConcurrency),
-  maxConcurrentChildren: positive.default(DEFAULTS.engine.maxConcurrentChildren),
-  maxToolIterations: positive.default(DEFAULTS.lm.maxToolIterations),
-  systemPrompt: z.string().optional(),
-  sandbox: sandboxLimitsSchema.default(sandboxLimitsSchema.parse({})),
-  setupCode: z.unknown().optional(),
-  tools: z.array(z.custom<AnyTool>((value) => typeof (value as AnyTool)?.validate === 'function', 'expected tools made with defineTool()')).optional(),
-  setup: z.array(z.string().min(1)).optional(),
-  prices: z.record(z.string(), z.object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).optional(),
-  logDir: z.string().min(1).optional(),
-  onIteration: z.custom<RLMOptions['onIteration']>((value) => typeof value === 'function', 'expected a function').optional(),
-  onRequest: z.custom<RLMOptions['onRequest']>((value) => typeof value === 'function', 'expected a function').optional(),
-});
 
 /**
  * A Recursive Language Model: answers a query about a context of any size by letting the root model
@@ -114,27 +97,26 @@ const optionsSchema = z.object({
  * console.log(result.response, result.usage.costUsd);
  */
 export class RLM {
-  private readonly options: RLMOptions;
-  private readonly model: LanguageModel;
+  private readonly options: z.output<typeof rlmOptionsSchema>;
+  private readonly models: ModelProvider;
   private readonly settings: Omit<RunSettings, 'tools'>;
   private prepared: Promise<RunSettings> | undefined;
 
   constructor(options: RLMOptions) {
-    const parsed = parseOptions(optionsSchema, options, 'RLM options');
-    this.options = { ...options, ...parsed } as RLMOptions;
-    this.model = options.languageModel ?? new OpenAIModel({ ...(options.baseURL && { baseURL: options.baseURL }), ...(options.apiKey && { apiKey: options.apiKey }) });
-    const sandbox = parsed.sandbox;
+    this.options = parseOptions(rlmOptionsSchema, options, 'RLM options');
+    this.models = resolveModelProvider(this.options);
+    const { setupCode } = this.options;
     this.settings = {
-      rootModel: parsed.model,
-      subModel: parsed.subModel ?? parsed.model,
-      maxIterations: parsed.maxIterations,
-      maxDepth: parsed.maxDepth,
-      maxErrors: parsed.maxErrors,
-      maxToolIterations: parsed.maxToolIterations,
-      maxConcurrentChildren: parsed.maxConcurrentChildren,
-      systemPrompt: parsed.systemPrompt,
-      sandbox,
-      setupCode: loadSetupCode(options.setupCode),
+      rootModel: this.options.model,
+      subModel: this.options.subModel ?? this.options.model,
+      maxIterations: this.options.maxIterations,
+      maxDepth: this.options.maxDepth,
+      maxErrors: this.options.maxErrors,
+      maxToolIterations: this.options.maxToolIterations,
+      maxConcurrentChildren: this.options.maxConcurrentChildren,
+      systemPrompt: this.options.systemPrompt,
+      sandbox: this.options.sandbox,
+      setupCode: loadSetupCode(setupCode === undefined ? [] : Array.isArray(setupCode) ? setupCode : [setupCode]),
     };
   }
 
@@ -169,86 +151,84 @@ export class RLM {
     return this.prepared;
   }
 
-  /** @internal */
+  /** @internal Starts a run (of a session, when `session` is given) and returns its events. */
   startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
     const { context, query, signal } = normalizeInput(input);
     const usage = new UsageTracker({ ...DEFAULT_PRICES, ...this.options.prices });
     const budget = new TreeBudget(this.options, usage, signal);
     // A consumer that stops reading (`break`) cancels the run: nobody would see its result.
     const channel = new EventChannel<RlmEvent>(() => budget.stop(new Error('the event stream was closed before the run ended')));
+    void this.runTree({ context, query }, { session, usage, budget, channel });
+    return channel;
+  }
+
+  /** Runs the root run of one tree to its end, reporting into `channel`; never throws. */
+  private async runTree(
+    input: { context: unknown; query: string | undefined },
+    tree: { session: SessionState | undefined; usage: UsageTracker; budget: TreeBudget; channel: EventChannel<RlmEvent> },
+  ): Promise<void> {
+    const { session, usage, budget, channel } = tree;
+    const started = performance.now();
     // Every run needs a sandbox, and each child run one more: have them started ahead of time.
     workerPool.reserve(this.settings.maxDepth > 1 ? this.settings.maxConcurrentChildren + 1 : 1);
-    const logger = this.options.logDir ? new TrajectoryLogger(this.options.logDir, [this.options.apiKey ?? '', process.env.OPENAI_API_KEY ?? '']) : undefined;
-    logger?.metadata({
+    const logger = this.startLog();
+    let runId: string | undefined;
+    try {
+      const settings = await this.prepare();
+      const gateway = new ModelGateway({ models: this.models, scheduler: new ModelScheduler(this.options.maxConcurrency), usage, guard: budget, signal: budget.signal });
+      const runTree = {
+        settings,
+        budget,
+        emit: (event: RlmEvent) => channel.push(event),
+        onRequest: this.options.onRequest,
+        childQueues: new KeyedQueues<number>(settings.maxConcurrentChildren),
+      };
+      const run = new Run(runTree, gateway, 0, settings.rootModel, { logger, onIteration: this.options.onIteration, ...(session && { session }) });
+      runId = run.runId;
+      const outcome = await run.complete(input);
+      if (session) session.lastMessages = outcome.messages;
+      const result: RlmResult = {
+        response: outcome.response,
+        forced: outcome.forced,
+        usage: usage.summary(),
+        iterations: outcome.iterations,
+        durationMs: performance.now() - started,
+        trajectory: outcome.trajectory,
+        runId,
+        ...(logger && { logPath: logger.path }),
+      };
+      channel.push({ type: 'run-end', runId, depth: 0, result });
+      channel.close();
+    } catch (error) {
+      const failure = error instanceof RunLimitError ? error.with({ usage: usage.summary() }) : error;
+      const { name, message } = failure instanceof Error ? failure : new Error(String(failure));
+      const code = failure instanceof Error && 'code' in failure ? String(failure.code) : undefined;
+      channel.push({ type: 'error', runId: runId ?? '', depth: 0, error: { name, message, ...(code && { code }) } });
+      channel.fail(failure);
+    } finally {
+      budget.dispose();
+    }
+  }
+
+  private startLog(): TrajectoryLogger | undefined {
+    if (!this.options.logDir) return undefined;
+    const logger = new TrajectoryLogger(this.options.logDir, [...(this.models.secrets ?? []), ...(this.options.apiKey ? [this.options.apiKey] : [])]);
+    logger.metadata({
       rootModel: this.settings.rootModel,
       subModel: this.settings.subModel,
       maxDepth: this.settings.maxDepth,
       maxIterations: this.settings.maxIterations,
-      baseURL: this.options.baseURL,
+      baseURL: this.options.baseURL ?? this.models.baseURL,
       sandbox: { ...this.settings.sandbox },
     });
-    const gateway = new ModelGateway({
-      model: this.model,
-      scheduler: new ModelScheduler(this.options.maxConcurrency),
-      usage,
-      guard: budget,
-      signal: budget.signal,
-    });
-    const started = performance.now();
-    let runId = randomUUID();
-    void this.prepare()
-      .then((settings) => {
-        const tree = {
-          settings,
-          budget,
-          emit: (event: RlmEvent) => channel.push(event),
-          onRequest: this.options.onRequest,
-          childQueues: new Map(),
-        };
-        const run = new Run(tree, gateway, 0, settings.rootModel, {
-          logger,
-          onIteration: this.options.onIteration,
-          ...(session && { session }),
-        });
-        runId = run.runId;
-        return run.execute({ context, query });
-      })
-      .then((outcome) => {
-        const result: RlmResult = {
-          response: outcome.response,
-          forced: outcome.forced,
-          usage: usage.summary(),
-          iterations: outcome.iterations,
-          durationMs: performance.now() - started,
-          trajectory: outcome.trajectory,
-          runId,
-          ...(logger && { logPath: logger.path }),
-        };
-        if (session) session.lastMessages = outcome.messages;
-        channel.push({ type: 'run-end', runId, depth: 0, result });
-        channel.close();
-      })
-      .catch((error: unknown) => {
-        if (error instanceof RunLimitError) error.usage = usage.summary();
-        const described = error instanceof Error ? error : new Error(String(error));
-        channel.push({
-          type: 'error',
-          runId,
-          depth: 0,
-          error: { name: described.name, message: described.message, ...('code' in described && { code: String(described.code) }) },
-        });
-        channel.fail(error);
-      })
-      .finally(() => budget.dispose());
-    return channel;
+    return logger;
   }
-
 }
 
 /** Consumes a run's events and returns what its run-end event carries. */
 async function resultOf(events: AsyncIterable<RlmEvent>): Promise<RlmResult> {
   for await (const event of events) if (event.type === 'run-end') return event.result;
-  throw new Error('the run ended without a result');
+  throw new InstallationError('the run ended without a result');
 }
 
 /** A multi-turn conversation over one sandbox (see `RLM.session()`). */
@@ -262,6 +242,7 @@ export class RlmSession {
     return resultOf(this.stream(input));
   }
 
+  /** Runs one turn of the conversation and yields its events. */
   stream(input: CompletionInput): AsyncIterable<RlmEvent> {
     return this.rlm.startRun(input, this.state);
   }
@@ -277,29 +258,4 @@ function normalizeInput(input: CompletionInput): { context: unknown; query: stri
   if (typeof input === 'string') return { context: input, query: undefined, signal: undefined };
   if (input === null || typeof input !== 'object') throw new ConfigurationError('completion() takes a string or { context, query }');
   return { context: input.context ?? '', query: input.query, signal: input.signal };
-}
-
-function loadSetupCode(setup: SetupCode | SetupCode[] | undefined): string[] {
-  if (setup === undefined) return [];
-  return (Array.isArray(setup) ? setup : [setup]).map((entry) => {
-    if (typeof entry === 'string') return entry;
-    if ('file' in entry) {
-      let code: string;
-      try {
-        code = readFileSync(entry.file, 'utf8');
-      } catch (error) {
-        throw new ConfigurationError(`Cannot read setup code file ${entry.file}: ${(error as Error).message}`);
-      }
-      return /\.[cm]?ts$/.test(entry.file) ? transpileSetup(code, entry.file) : code;
-    }
-    return entry.language === 'ts' ? transpileSetup(entry.code, 'setup code') : entry.code;
-  });
-}
-
-function transpileSetup(code: string, label: string): string {
-  try {
-    return transpileTypeScript(code);
-  } catch (error) {
-    throw new ConfigurationError(`${label} is not valid TypeScript: ${(error as Error).message}`);
-  }
 }

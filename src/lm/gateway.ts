@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelScheduler } from './scheduler.js';
-import type { ChatRequest, ChatResponse, LanguageModel } from './types.js';
+import type { ModelProvider } from './provider.js';
+import type { ChatRequest, ChatResponse } from './types.js';
 import type { UsageTracker } from './usage.js';
 
 export type ModelCallEvent =
@@ -13,13 +14,16 @@ export type ModelCallEvent =
       purpose: 'root' | 'sub';
       request: Omit<ChatRequest, 'signal'>;
       response?: ChatResponse;
+      /** USD for this call, or null when the model has no known price (absent when the call failed). */
+      costUsd?: number | null;
       durationMs: number;
       /** Set when the call failed. */
       error?: { name: string; message: string };
     };
 
 export interface ModelGatewayOptions {
-  model: LanguageModel;
+  /** Resolves each request's model name to the LanguageModel that serves it. */
+  models: ModelProvider;
   scheduler: ModelScheduler;
   usage: UsageTracker;
   /** Depth in the run tree of the run making these calls (root = 0). */
@@ -59,7 +63,7 @@ export class ModelGateway {
   }
 
   async chat(request: ChatRequest): Promise<ChatResponse> {
-    const { model, scheduler, usage, onEvent, guard } = this.options;
+    const { models, scheduler, usage, onEvent, guard } = this.options;
     const callId = randomUUID();
     const { signal: requestSignal, ...shown } = request;
     const signals = [requestSignal, this.options.signal].filter((signal): signal is AbortSignal => signal !== undefined);
@@ -73,7 +77,7 @@ export class ModelGateway {
         request.model,
         () => {
           guard?.beforeCall();
-          return model.chat({ ...request, signal });
+          return models.getModel(request.model).chat({ ...request, signal });
         },
         signal,
       );
@@ -83,7 +87,7 @@ export class ModelGateway {
       throw error;
     }
     usage.record(request.model, response.usage);
-    onEvent?.({ type: 'llm-call-end', ...base, response, durationMs: performance.now() - started });
+    onEvent?.({ type: 'llm-call-end', ...base, response, costUsd: usage.costOf(request.model, response.usage), durationMs: performance.now() - started });
     guard?.afterCall();
     return response;
   }

@@ -38,23 +38,25 @@ export function isLoopbackUrl(url: string): boolean {
  * const reply = await model.chat({ model: 'llama3.1', messages: [{ role: 'user', content: 'Hi' }] });
  */
 export class OpenAIModel implements LanguageModel {
+  readonly baseURL: string;
+  /** The key in use (given or from OPENAI_API_KEY); undefined for a keyless local server. */
+  readonly apiKey: string | undefined;
   private readonly client: OpenAI;
   private readonly stream: boolean;
   private readonly extraBody: Record<string, unknown>;
 
   constructor(options: OpenAIModelOptions = {}) {
     const baseURL = options.baseURL ?? process.env.OPENAI_BASE_URL ?? 'https://api.openai.com/v1';
-    let apiKey = options.apiKey ?? process.env.OPENAI_API_KEY;
-    if (!apiKey) {
-      if (!isLoopbackUrl(baseURL)) {
-        throw new ConfigurationError(`OPENAI_API_KEY is not set: pass --api-key (or apiKey) or set OPENAI_API_KEY for ${baseURL}`, {
-          code: 'missing_api_key',
-        });
-      }
-      apiKey = 'no-key-needed-on-loopback';
+    const apiKey = options.apiKey ?? process.env.OPENAI_API_KEY;
+    if (!apiKey && !isLoopbackUrl(baseURL)) {
+      throw new ConfigurationError(`OPENAI_API_KEY is not set: pass --api-key (or apiKey) or set OPENAI_API_KEY for ${baseURL}`, {
+        code: 'missing_api_key',
+      });
     }
+    this.baseURL = baseURL;
+    this.apiKey = apiKey || undefined;
     this.client = new OpenAI({
-      apiKey,
+      apiKey: apiKey || 'no-key-needed-on-loopback',
       baseURL,
       timeout: options.timeoutMs ?? DEFAULTS.lm.requestTimeoutMs,
       maxRetries: options.maxRetries ?? DEFAULTS.lm.maxRetries,

@@ -1,41 +1,49 @@
 import PQueue from 'p-queue';
 import { DEFAULTS } from '../defaults.js';
+import { ConfigurationError } from '../errors.js';
 
-/**
- * Limits how many requests run at once against each model. One scheduler is shared by a run and
- * all of its child runs. Only the HTTP call itself holds a slot: a caller that waits for other
- * work (a tool loop, a child run) holds none, so nested waits cannot deadlock.
- */
-export class ModelScheduler {
-  private readonly queues = new Map<string, PQueue>();
+/** One p-queue per key (a model name, a depth of the run tree), created on first use. */
+export class KeyedQueues<Key> {
+  private readonly queues = new Map<Key, PQueue>();
 
-  constructor(readonly concurrency: number = DEFAULTS.lm.maxConcurrency) {
+  constructor(readonly concurrency: number) {
     if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new RangeError(`concurrency must be a whole number >= 1, got ${concurrency}`);
+      throw new ConfigurationError(`concurrency must be a whole number >= 1, got ${concurrency}`);
     }
   }
 
-  /** Runs `task` when `model` has a free slot. Queued work is dropped when `signal` aborts. */
-  run<T>(model: string, task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
-    let queue = this.queues.get(model);
+  /** Runs `task` when `key` has a free slot. Queued work is dropped when `signal` aborts. */
+  run<T>(key: Key, task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    let queue = this.queues.get(key);
     if (!queue) {
       queue = new PQueue({ concurrency: this.concurrency });
-      this.queues.set(model, queue);
+      this.queues.set(key, queue);
     }
     return queue.add(task, { signal }) as Promise<T>;
   }
 
-  /** Requests waiting for a slot, over all models. */
+  /** Tasks waiting for a slot, over all keys. */
   get waiting(): number {
     let total = 0;
     for (const queue of this.queues.values()) total += queue.size;
     return total;
   }
 
-  /** Requests holding a slot, over all models. */
+  /** Tasks holding a slot, over all keys. */
   get running(): number {
     let total = 0;
     for (const queue of this.queues.values()) total += queue.pending;
     return total;
+  }
+}
+
+/**
+ * Limits how many requests run at once against each model. One scheduler is shared by a run and
+ * all of its child runs. Only the HTTP call itself holds a slot: a caller that waits for other
+ * work (a tool loop, a child run) holds none, so nested waits cannot deadlock.
+ */
+export class ModelScheduler extends KeyedQueues<string> {
+  constructor(concurrency: number = DEFAULTS.lm.maxConcurrency) {
+    super(concurrency);
   }
 }

@@ -47,6 +47,12 @@ export class UsageTracker {
     this.parent?.record(model, usage);
   }
 
+  /** USD for one call's usage, or null when the model has no known price. */
+  costOf(model: string, usage: TokenUsage): number | null {
+    const price = findPrice(model, this.prices);
+    return price ? costUsd(price, usage.inputTokens, usage.outputTokens) : null;
+  }
+
   summary(): UsageSummary {
     const byModel: Record<string, ModelUsage> = {};
     const totals: UsageSummary = { byModel, calls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, costComplete: true };

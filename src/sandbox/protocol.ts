@@ -120,7 +120,7 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
   }),
   z.object({
     kind: z.literal('tool_results'),
-    session: z.string(),
+    handBack: z.string(),
     results: z.array(z.object({ id: z.string(), output: z.string() })),
   }),
 ]);
@@ -129,4 +129,4 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
 export type HostCall = z.infer<typeof hostCallSchema>;
 export type HostCallKind = HostCall['kind'];
 
-export type { HostReply, ToolSessionReply } from './shared.js';
+export type { HostReply, ToolHandBackReply } from './shared.js';

@@ -1,4 +1,5 @@
 import { parse, type Node } from 'acorn';
+import { RlmError } from '../errors.js';
 import { BLOCK_HOOK } from './shared.js';
 
 /**
@@ -32,7 +33,8 @@ export interface RewrittenBlock {
   columnShifts: [number, number, number][];
 }
 
-export class BlockSyntaxError extends Error {
+/** A block that does not parse; the model sees it as a SyntaxError with the offending line. */
+export class BlockSyntaxError extends RlmError {
   override readonly name = 'SyntaxError';
   constructor(
     message: string,
@@ -40,7 +42,7 @@ export class BlockSyntaxError extends Error {
     readonly column: number,
     readonly frame: string,
   ) {
-    super(message);
+    super('block_syntax_error', message);
   }
 }
 

@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
-import { describeError, SandboxError } from '../errors.js';
+import { ConfigurationError, describeError, SandboxError } from '../errors.js';
+import { formatDuration } from '../format.js';
 import { parseOptions } from '../options.js';
 import { writeContextFile } from './context-transfer.js';
 import { workerPool } from './pool.js';
@@ -11,8 +12,12 @@ import { REPORT_LIMITS, type HostCallLimits } from './shared.js';
 import { readResidentMemoryMb } from './resident-memory.js';
 import { WorkerExitError, type WorkerProcess } from './worker-process.js';
 
-/** Answers a call from model code. The returned value must be JSON-serializable. */
-export type HostCallHandler = (call: HostCall, context: { signal: AbortSignal }) => unknown;
+/**
+ * Answers a call from model code. The returned value must be JSON-serializable. `signal` aborts
+ * when the block that made the call ends; `scope` is what the caller passed to `execute` for that
+ * block (undefined for setup code and internal blocks).
+ */
+export type HostCallHandler = (call: HostCall, context: { signal: AbortSignal; scope: unknown }) => unknown;
 
 export interface SandboxOptions {
   /** Heap limit of the isolate in MB; the context counts against it. @default 1024 */
@@ -124,9 +129,9 @@ export class Sandbox {
    * not kept.
    */
   setContext(value: unknown, name = 'context', options: { signal?: AbortSignal } = {}): Promise<void> {
-    if (!GLOBAL_NAME.test(name)) throw new TypeError(`Invalid context name ${JSON.stringify(name)}: use a JavaScript identifier such as context_1`);
+    if (!GLOBAL_NAME.test(name)) throw new ConfigurationError(`Invalid context name ${JSON.stringify(name)}: use a JavaScript identifier such as context_1`);
     if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
-      throw new TypeError(`A context must be a string or JSON-serializable value, got ${typeof value}`);
+      throw new ConfigurationError(`A context must be a string or JSON-serializable value, got ${typeof value}`);
     }
     return this.exclusive(async () => {
       options.signal?.throwIfAborted();
@@ -155,18 +160,21 @@ export class Sandbox {
    */
   addSetupCode(code: string): Promise<ExecuteResult> {
     return this.exclusive(async () => {
-      const result = await this.runBlock(await this.liveWorker(), code, undefined);
+      const result = await this.runInWorker(await this.liveWorker(), code, undefined);
       if (result.error) throw new SandboxError('sandbox_setup_failed', `Setup code failed: ${result.error.stack || result.error.message}`);
       this.setupBlocks.push(code);
       return result;
     });
   }
 
-  /** Runs one block of model code. Never throws for errors in the code: they are in the result. */
-  execute(code: string, options: { signal?: AbortSignal } = {}): Promise<ExecuteResult> {
+  /**
+   * Runs one block of model code. Never throws for errors in the code: they are in the result.
+   * `scope` is handed to `onHostCall` with every call the block makes.
+   */
+  execute(code: string, options: { signal?: AbortSignal; scope?: unknown } = {}): Promise<ExecuteResult> {
     return this.exclusive(async () => {
       options.signal?.throwIfAborted();
-      return this.runBlock(await this.liveWorker(), code, options.signal);
+      return this.runInWorker(await this.liveWorker(), code, options.signal, options.scope);
     });
   }
 
@@ -194,7 +202,22 @@ export class Sandbox {
 
   private async liveWorker(): Promise<WorkerProcess> {
     if (this.worker?.alive) return this.worker;
-    const worker = workerPool.take();
+    try {
+      return await this.startWorker(workerPool.take());
+    } catch (error) {
+      // A spare can die while it waits (killed from outside) and look alive until its exit is
+      // noticed: one that dies before taking any work is replaced once by a fresh process.
+      if (!(error instanceof WorkerExitError)) throw this.startFailure(error);
+      try {
+        return await this.startWorker(workerPool.take());
+      } catch (retryError) {
+        throw this.startFailure(retryError);
+      }
+    }
+  }
+
+  /** Brings a new worker to this sandbox's state: limits, contexts, tools and setup code. */
+  private async startWorker(worker: WorkerProcess): Promise<WorkerProcess> {
     this.worker = worker;
     this.loadedContextMb = 0;
     try {
@@ -203,14 +226,18 @@ export class Sandbox {
       for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value, undefined);
       if (this.toolSpecs) await this.command(worker, { type: 'setTools', specs: this.toolSpecs, timeoutMs: this.options.blockTimeoutMs }, undefined);
       for (const code of this.setupBlocks) {
-        const replay = await this.runBlock(worker, code, undefined);
-        if (replay.error) throw new Error(`setup code failed after a reset: ${replay.error.message}`);
+        const replay = await this.runInWorker(worker, code, undefined);
+        if (replay.error) throw new SandboxError('sandbox_setup_failed', `setup code failed after a reset: ${replay.error.message}`);
       }
+      return worker;
     } catch (error) {
       this.discardWorker();
-      throw new SandboxError('sandbox_start_failed', `The sandbox could not start: ${(error as Error).message}`, { cause: error });
+      throw error;
     }
-    return worker;
+  }
+
+  private startFailure(error: unknown): SandboxError {
+    return new SandboxError('sandbox_start_failed', `The sandbox could not start: ${(error as Error).message}`, { cause: error });
   }
 
   private hostCallLimits(): HostCallLimits {
@@ -247,7 +274,7 @@ export class Sandbox {
     signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const reply = await worker.request(command);
-      if (reply.type !== 'done') throw new Error(reply.type === 'failed' ? reply.message : `unexpected reply ${reply.type}`);
+      if (reply.type !== 'done') throw new SandboxError('sandbox_protocol_error', reply.type === 'failed' ? reply.message : `unexpected reply ${reply.type}`);
     } catch (error) {
       if (signal?.aborted) throw signal.reason;
       throw error;
@@ -262,7 +289,7 @@ export class Sandbox {
     this.worker = undefined;
   }
 
-  private async runBlock(worker: WorkerProcess, code: string, signal: AbortSignal | undefined): Promise<ExecuteResult> {
+  private async runInWorker(worker: WorkerProcess, code: string, signal: AbortSignal | undefined, scope?: unknown): Promise<ExecuteResult> {
     const started = performance.now();
     const elapsed = () => performance.now() - started;
 
@@ -275,7 +302,7 @@ export class Sandbox {
       return { stdout: '', error: syntaxError, durationMs: elapsed(), variables: this.lastVariables, reset: false };
     }
 
-    const bridge = new HostCallBridge(worker, (request, blockSignal) => this.serveHostCall(request, blockSignal));
+    const bridge = new HostCallBridge(worker, (request, blockSignal) => this.serveHostCall(request, blockSignal, scope));
     const watchdog = new BlockWatchdog(worker, {
       timeLimitMs: this.options.blockTimeoutMs + DEFAULTS.sandbox.watchdogGraceMs,
       rssLimitMb: this.options.rssLimitMb ?? 2 * this.options.memoryLimitMb + 2 * this.loadedContextMb + 512,
@@ -342,7 +369,7 @@ export class Sandbox {
     };
   }
 
-  private async serveHostCall(request: string, signal: AbortSignal): Promise<string> {
+  private async serveHostCall(request: string, signal: AbortSignal, scope: unknown): Promise<string> {
     const value = safeJsonParse(request);
     const parsed = hostCallSchema.safeParse(value);
     if (!parsed.success) {
@@ -355,7 +382,7 @@ export class Sandbox {
       return replyJson({ ok: false, error: { name: 'Error', message: `${callName(call)} is not available in this sandbox` } });
     }
     try {
-      return replyJson({ ok: true, value: await handler(call, { signal }) });
+      return replyJson({ ok: true, value: await handler(call, { signal, scope }) });
     } catch (error) {
       return replyJson({ ok: false, error: describeError(error) });
     }
@@ -369,7 +396,7 @@ export class Sandbox {
       memory: ['MemoryLimitError', `The block used more than the sandbox memory limit (${this.options.memoryLimitMb} MB). ${lost}`],
       'resident-memory': ['MemoryLimitError', `The sandbox process grew far past its memory limit (${this.options.memoryLimitMb} MB heap). ${lost}`],
       crashed: ['SandboxCrashedError', `The sandbox process stopped while running the block (usually memory exhaustion). ${lost}`],
-      unresponsive: ['TimeoutError', `The block ran past the ${formatSeconds(this.options.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`],
+      unresponsive: ['TimeoutError', `The block ran past the ${formatDuration(this.options.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`],
     };
     const [name, message] = messages[reason];
     return { stdout: '', error: { name, message, stack: `${name}: ${message}` }, durationMs, variables: [], reset: true };
@@ -377,7 +404,7 @@ export class Sandbox {
 
   private timeoutError(): BlockError {
     const message =
-      `The block ran for more than ${formatSeconds(this.options.blockTimeoutMs)} of execution time and was stopped ` +
+      `The block ran for more than ${formatDuration(this.options.blockTimeoutMs)} of execution time and was stopped ` +
       '(time spent waiting for llm_query and tools does not count). Variables set before the stop are kept. ' +
       'Split the work into smaller blocks.';
     return { name: 'TimeoutError', message, stack: `TimeoutError: ${message}` };
@@ -497,7 +524,7 @@ function clip(text: string, max: number): string {
 function loadFailure(error: unknown, blockTimeoutMs: number): string {
   const { message } = describeError(error);
   if (/timed out/i.test(message) || error instanceof WorkerExitError) {
-    return `it did not finish within the ${formatSeconds(blockTimeoutMs)} block time limit. Raise the block timeout (--block-timeout) for very large JSON contexts.`;
+    return `it did not finish within the ${formatDuration(blockTimeoutMs)} block time limit. Raise the block timeout (--block-timeout) for very large JSON contexts.`;
   }
   return message;
 }
@@ -546,6 +573,3 @@ function truncationMarker(droppedChars: number): string {
   return `\n... [output truncated: ${droppedChars.toLocaleString('en-US')} more characters not shown. Print less: slices, counts or summaries.]`;
 }
 
-function formatSeconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
-}

@@ -46,9 +46,9 @@ export type HostReply = { ok: true; value: unknown } | { ok: false; error: { nam
 
 /**
  * What `llm_query` / `llm_query_batched` with tools (and every `tool_results` call) answer: either
- * the final value, or tool calls for the sandbox's handler to run, to be answered with
- * `tool_results` for the same session.
+ * the final value, or tool calls handed back for the sandbox's handler to run, to be answered with
+ * `tool_results` naming the same `handBack`.
  */
-export type ToolSessionReply =
+export type ToolHandBackReply =
   | { done: true; value: unknown }
-  | { done: false; session: string; requests: { id: string; name: string; arguments: Record<string, unknown> }[] };
+  | { done: false; handBack: string; requests: { id: string; name: string; arguments: Record<string, unknown> }[] };

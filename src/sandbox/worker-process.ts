@@ -13,13 +13,14 @@ const STDERR_TAIL_CHARS = 4_000;
 const DOORBELL_RING = Buffer.from([1]);
 
 /** Why a worker process went away while the host still needed it. */
-export class WorkerExitError extends Error {
+export class WorkerExitError extends SandboxError {
+  override name = 'WorkerExitError';
   constructor(
     readonly exitCode: number | null,
     readonly signal: NodeJS.Signals | null,
     readonly stderrTail: string,
   ) {
-    super(`sandbox worker exited (code ${exitCode}, signal ${signal})${stderrTail ? `: ${stderrTail.trim().slice(-500)}` : ''}`);
+    super('sandbox_worker_exited', `sandbox worker exited (code ${exitCode}, signal ${signal})${stderrTail ? `: ${stderrTail.trim().slice(-500)}` : ''}`);
   }
 }
 

@@ -148,7 +148,7 @@ function setGlobal(command: Extract<WorkerCommand, { type: 'setGlobal' }>) {
 
 type Outcome = 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled-rejection';
 
-function execute(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
+function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
   const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts } = command;
   controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)], { timeout: timeoutMs });
   let outcome: Outcome = 'completed';
@@ -200,7 +200,7 @@ function handle(command: WorkerCommand) {
         send({ type: 'done', id: command.id });
         break;
       case 'execute':
-        send({ ...execute(command), id: command.id });
+        send({ ...runBlock(command), id: command.id });
         break;
       case 'hostReply':
         break; // a reply that arrived after its block ended

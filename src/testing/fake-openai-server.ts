@@ -26,6 +26,10 @@ export interface FakeOpenAIServerOptions {
   reply?: (request: FakeRequest, index: number) => FakeReply | Promise<FakeReply>;
   /** Delay before every answer, in ms. */
   latencyMs?: number;
+  /** Port on 127.0.0.1 to listen on. @default 0 (any free port) */
+  port?: number;
+  /** Model ids `GET /v1/models` lists. @default ['fake-model'] */
+  models?: string[];
 }
 
 export interface FakeOpenAIServer {
@@ -39,7 +43,7 @@ export interface FakeOpenAIServer {
 /**
  * An OpenAI-compatible HTTP server on loopback for tests and benchmarks: `POST /v1/chat/completions`
  * with JSON or SSE streaming answers (content, tool calls, usage), scripted error statuses with
- * headers such as retry-after, and configurable latency. `GET /v1/models` lists one model.
+ * headers such as retry-after, and configurable latency. `GET /v1/models` lists its models.
  */
 export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {}): Promise<FakeOpenAIServer> {
   const requests: FakeRequest[] = [];
@@ -56,7 +60,8 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
   async function handle(incoming: IncomingMessage, outgoing: ServerResponse) {
     const path = (incoming.url ?? '').split('?')[0]!.replace(/\/+$/, '');
     if (incoming.method === 'GET' && path.endsWith('/models')) {
-      sendJson(outgoing, 200, { object: 'list', data: [{ id: 'fake-model', object: 'model', owned_by: 'rlm' }] });
+      const data = (options.models ?? ['fake-model']).map((id) => ({ id, object: 'model', owned_by: 'rlm' }));
+      sendJson(outgoing, 200, { object: 'list', data });
       return;
     }
     if (incoming.method !== 'POST' || !path.endsWith('/chat/completions')) {
@@ -85,7 +90,10 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
     else sendJson(outgoing, 200, completion(answer, model));
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
   const { port } = server.address() as AddressInfo;
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RlmError } from '../errors.js';
 import { defineTool } from './define.js';
 
 /** Evaluates + - * / with parentheses, decimals and unary minus. A real parser: nothing is eval'd. */
@@ -17,8 +18,12 @@ export const echoTool = defineTool({
   execute: ({ message }, context) => ({ message, invocation_id: context.invocationId, function_call_id: context.callId }),
 });
 
-export class ExpressionError extends Error {
+/** The calculator was given something that is not arithmetic. */
+export class ExpressionError extends RlmError {
   override name = 'ExpressionError';
+  constructor(message: string) {
+    super('invalid_expression', message);
+  }
 }
 
 /**

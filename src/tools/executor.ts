@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { DEFAULTS } from '../defaults.js';
+import { RlmError } from '../errors.js';
 import type { ExecutionPolicy } from './define.js';
 import type { ToolRegistry } from './registry.js';
 
@@ -132,8 +133,9 @@ export class ToolExecutor {
   }
 }
 
-class ToolTimeoutError extends Error {
+class ToolTimeoutError extends RlmError {
+  override name = 'ToolTimeoutError';
   constructor(name: string, timeoutMs: number) {
-    super(`${name} timed out after ${timeoutMs} ms.`);
+    super('tool_timeout', `${name} timed out after ${timeoutMs} ms.`);
   }
 }

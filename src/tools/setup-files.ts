@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, type Message, type Plugin } from 'esbuild';
 import { ConfigurationError } from '../errors.js';
 import { packageRoot } from '../paths.js';
+import { transpileTypeScript } from '../typescript.js';
 import { toTool, type AnyTool } from './define.js';
 
 /** What setup files contribute to a run. */
@@ -119,4 +120,32 @@ function sharedPackages(): Plugin {
       });
     },
   };
+}
+
+/** Setup code run in the sandbox before the first block: JavaScript, TypeScript, or a file of either. */
+export type SetupCode = string | { code: string; language?: 'js' | 'ts' | undefined } | { file: string };
+
+/** Reads setup code files and strips TypeScript types, so the sandbox gets plain JavaScript. */
+export function loadSetupCode(entries: SetupCode[]): string[] {
+  return entries.map((entry) => {
+    if (typeof entry === 'string') return entry;
+    if ('file' in entry) {
+      let code: string;
+      try {
+        code = readFileSync(entry.file, 'utf8');
+      } catch (error) {
+        throw new ConfigurationError(`Cannot read setup code file ${entry.file}: ${(error as Error).message}`);
+      }
+      return /\.[cm]?ts$/.test(entry.file) ? transpileSetup(code, entry.file) : code;
+    }
+    return entry.language === 'ts' ? transpileSetup(entry.code, 'setup code') : entry.code;
+  });
+}
+
+function transpileSetup(code: string, label: string): string {
+  try {
+    return transpileTypeScript(code);
+  } catch (error) {
+    throw new ConfigurationError(`${label} is not valid TypeScript: ${(error as Error).message}`);
+  }
 }

@@ -184,6 +184,26 @@ describe('exit codes and errors', () => {
     expect(result.stderr).toContain('OPENAI_API_KEY is not set: pass --api-key');
   });
 
+  it('uses a local OpenAI-compatible server when neither a key nor a base URL is given, and says which', async () => {
+    // vLLM's default port; the other candidates (11434, 1234, 8080) have nothing listening here.
+    const local = await startFakeOpenAIServer({ port: 8000, models: ['root'], reply: codeThenFinal('print(context.length)') });
+    try {
+      const result = await rlm(['run', '--sub-model', 'root', '--context', textFile('local.txt', 'abc'), 'q']);
+      expect(result.stderr).toContain('rlm: no API key or base URL given: using vLLM at http://127.0.0.1:8000/v1 with model root');
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe('3\n');
+    } finally {
+      await local.close();
+    }
+  });
+
+  it('lists the local servers it tried when none answers and no key is set', async () => {
+    const result = await rlm(['run', '--context', textFile('nolocal.txt', 'x'), 'q']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('OPENAI_API_KEY is not set: pass --api-key');
+    expect(result.stderr).toContain('No local server answered at http://127.0.0.1:11434/v1 (Ollama), http://127.0.0.1:1234/v1 (LM Studio), http://127.0.0.1:8080/v1 (llama.cpp server), http://127.0.0.1:8000/v1 (vLLM).');
+  });
+
   it('exits 2 for an unreadable setup file', async () => {
     const result = await rlm([...base(), '--context', textFile('f.txt', 'x'), '--setup', join(folder, 'missing-setup.ts'), 'q']);
     expect(result.code).toBe(2);

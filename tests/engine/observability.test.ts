@@ -3,22 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
-import { models, repl } from './helpers.js';
-
-/** Worker processes this test process has running now (the pool keeps one spare). */
-function liveWorkers(): number {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox-worker');
-      } catch {
-        return false;
-      }
-    }).length;
-}
+import { models, repl, workerPids } from './helpers.js';
 
 describe('events', () => {
   it('streams typed events in order, and completion() returns what run-end carries', async () => {
@@ -80,14 +65,14 @@ describe('events', () => {
   it('cancels the run when the consumer stops reading the stream', async () => {
     const { subModel, languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
     await Sandbox.prewarm();
-    const spares = liveWorkers();
+    const spares = workerPids().length;
     const started = Date.now();
     for await (const event of new RLM({ model: 'root', subModel: 'sub', languageModel }).stream('c')) {
       if (event.type === 'code-start') break;
     }
     // The run stops: its sandbox goes away (only the pool's spares are left) and nothing waits on the slow call.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(liveWorkers()).toBeLessThanOrEqual(spares);
+    expect(workerPids().length).toBeLessThanOrEqual(spares);
     expect(subModel.calls.length).toBeLessThanOrEqual(1);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
@@ -96,15 +81,15 @@ describe('events', () => {
     const controller = new AbortController();
     const { languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
     await Sandbox.prewarm();
-    const spares = liveWorkers();
+    const spares = workerPids().length;
     const run = new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal });
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const during = liveWorkers();
+    const during = workerPids().length;
     controller.abort(new Error('stop'));
     await expect(run).rejects.toThrow('stop');
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(liveWorkers()).toBeLessThan(during);
-    expect(liveWorkers()).toBeLessThanOrEqual(spares); // only the pool's spares
+    expect(workerPids().length).toBeLessThan(during);
+    expect(workerPids().length).toBeLessThanOrEqual(spares); // only the pool's spares
   });
 });
 

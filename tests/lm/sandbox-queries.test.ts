@@ -1,17 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import { LlmQueries } from '../../src/engine/llm-queries.js';
 import type { ReplyFunction } from '../../src/testing.js';
-import { routeHostCalls } from '../../src/engine/host-calls.js';
-import { ModelGateway, ModelScheduler, UsageTracker, type ModelCallEvent } from '../../src/index.js';
+import { routeHostCall } from '../../src/engine/host-calls.js';
+import { singleModelProvider } from '../../src/lm/provider.js';
+import type { ModelCallEvent } from '../../src/index.js';
+import { ModelGateway } from '../../src/lm/gateway.js';
+import { ModelScheduler } from '../../src/lm/scheduler.js';
+import { UsageTracker } from '../../src/lm/usage.js';
 import { ScriptedModel, type ScriptedReply } from '../../src/testing.js';
 import { createSandbox } from '../sandbox/helpers.js';
 
 async function sandboxWithModel(script: ScriptedReply[] | ReplyFunction, concurrency = 16) {
   const model = new ScriptedModel(script);
   const events: ModelCallEvent[] = [];
-  const gateway = new ModelGateway({ model, scheduler: new ModelScheduler(concurrency), usage: new UsageTracker(), depth: 1, onEvent: (event) => events.push(event) });
+  const gateway = new ModelGateway({ models: singleModelProvider(model), scheduler: new ModelScheduler(concurrency), usage: new UsageTracker(), depth: 1, onEvent: (event) => events.push(event) });
   const queries = new LlmQueries({ gateway, defaultModel: 'sub-default', maxToolIterations: 10 });
-  const sandbox = await createSandbox({ blockTimeoutMs: 5_000, onHostCall: routeHostCalls({ queries }) });
+  const sandbox = await createSandbox({ blockTimeoutMs: 5_000, onHostCall: (call, { signal }) => routeHostCall(call, signal, { queries, subcalls: [], toolCalls: [] }, {}) });
   return { sandbox, model, events, gateway };
 }
 

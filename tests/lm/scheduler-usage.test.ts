@@ -1,5 +1,10 @@
+import { singleModelProvider } from '../../src/lm/provider.js';
 import { describe, expect, it } from 'vitest';
-import { findPrice, ModelGateway, ModelScheduler, UsageTracker, type ModelCallEvent } from '../../src/index.js';
+import type { ModelCallEvent } from '../../src/index.js';
+import { ModelGateway } from '../../src/lm/gateway.js';
+import { findPrice } from '../../src/lm/prices.js';
+import { ModelScheduler } from '../../src/lm/scheduler.js';
+import { UsageTracker } from '../../src/lm/usage.js';
 import { ScriptedModel } from '../../src/testing.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -92,7 +97,7 @@ describe('ModelGateway', () => {
   it('reports start and end of every call with model, depth, tokens, duration and errors', async () => {
     const events: ModelCallEvent[] = [];
     const model = new ScriptedModel([{ content: 'fine', usage: { inputTokens: 7, outputTokens: 2 } }, new Error('boom')]);
-    const gateway = new ModelGateway({ model, scheduler: new ModelScheduler(), usage: new UsageTracker(), onEvent: (event) => events.push(event) });
+    const gateway = new ModelGateway({ models: singleModelProvider(model), scheduler: new ModelScheduler(), usage: new UsageTracker(), onEvent: (event) => events.push(event) });
     const child = gateway.child();
     await child.chat({ model: 'sub', messages: [{ role: 'user', content: 'q' }] });
     await expect(child.chat({ model: 'sub', messages: [{ role: 'user', content: 'q' }] })).rejects.toThrow('boom');

@@ -1,5 +1,9 @@
+import { singleModelProvider } from '../../src/lm/provider.js';
 import { describe, expect, it } from 'vitest';
-import { ModelGateway, ModelScheduler, runToolLoop, ToolLoopError, UsageTracker, type ChatRequest } from '../../src/index.js';
+import { runToolLoop, ToolLoopError, type ChatRequest } from '../../src/index.js';
+import { ModelGateway } from '../../src/lm/gateway.js';
+import { ModelScheduler } from '../../src/lm/scheduler.js';
+import { UsageTracker } from '../../src/lm/usage.js';
 import { ScriptedModel } from '../../src/testing.js';
 
 const tools = [
@@ -95,7 +99,7 @@ describe('the tool-calling loop', () => {
 
   it('holds no scheduler slot while tools run, so a tool may call the model itself', async () => {
     const model = new ScriptedModel((call) => (call.tools ? (call.messages.length === 1 ? { toolCalls: [{ name: 'add', arguments: {} }] } : 'outer done') : 'inner answer'));
-    const gateway = new ModelGateway({ model, scheduler: new ModelScheduler(1), usage: new UsageTracker() });
+    const gateway = new ModelGateway({ models: singleModelProvider(model), scheduler: new ModelScheduler(1), usage: new UsageTracker() });
     const answer = await runToolLoop({
       model: gateway,
       request: request(),

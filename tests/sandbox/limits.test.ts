@@ -14,7 +14,7 @@ describe('block timeout', () => {
       await sandbox.execute('const kept = "still here"');
       const result = await sandbox.execute(code);
       expect(result.error?.name).toBe('TimeoutError');
-      expect(result.error?.message).toContain('more than 0.3 s of execution time');
+      expect(result.error?.message).toContain('more than 300 ms of execution time');
       expect(result.reset).toBe(false);
       expect((await sandbox.execute('print(kept)')).stdout).toBe('still here\n');
     });

@@ -86,7 +86,7 @@ describe('the scaffold survives polluted built-ins', () => {
   it('never iterates with a protocol model code can replace', async () => {
     const host = recordingHost((call) =>
       call.kind === 'llm_query' && call.tools
-        ? { done: false, session: 's', requests: [{ id: '1', name: 'a', arguments: {} }, { id: '2', name: 'b', arguments: {} }] }
+        ? { done: false, handBack: 's', requests: [{ id: '1', name: 'a', arguments: {} }, { id: '2', name: 'b', arguments: {} }] }
         : call.kind === 'tool_results'
           ? { done: true, value: call.results.map((result) => result.output).join('+') }
           : 'answer',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool, ToolRegistry } from '../../src/index.js';
+import { defineTool } from '../../src/index.js';
+import { ToolRegistry } from '../../src/tools/registry.js';
 
 const noop = () => 'ok';
 

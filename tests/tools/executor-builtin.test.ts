@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { calculatorTool, defineTool, echoTool, evaluateArithmetic, ToolExecutor, ToolRegistry, type ToolResult } from '../../src/index.js';
+import { calculatorTool, defineTool, echoTool } from '../../src/index.js';
+import { evaluate as evaluateArithmetic } from '../../src/tools/builtin.js';
+import { ToolExecutor, type ToolResult } from '../../src/tools/executor.js';
+import { ToolRegistry } from '../../src/tools/registry.js';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {

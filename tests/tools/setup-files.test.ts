@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadSetupFiles } from '../../src/index.js';
+import { loadSetupFiles } from '../../src/tools/setup-files.js';
 import { packageRoot } from '../../src/paths.js';
 
 // Setup files live outside the project on purpose: `rlm` and `zod` must still resolve.

@@ -1,0 +1,18 @@
+import { describeError } from '../errors.js';
+
+/**
+ * What a single call or a batch answers. A single call fails with its error; a batch never fails
+ * as a whole: it keeps input order, and a failed item becomes a string starting with "Error:" that
+ * says what went wrong, so the others are still usable.
+ */
+export async function settleCalls(kind: 'single' | 'batch', calls: Promise<string>[]): Promise<string | string[]> {
+  if (kind === 'single') return calls[0]!;
+  return (await Promise.allSettled(calls)).map(itemResult);
+}
+
+/** One item of a batch: its answer, or a string starting with "Error:" that says what failed. */
+export function itemResult(outcome: PromiseSettledResult<string>): string {
+  if (outcome.status === 'fulfilled') return outcome.value;
+  const { name, message } = describeError(outcome.reason);
+  return name !== 'Error' ? `Error: ${name}: ${message}` : `Error: ${message}`;
+}
