@@ -1,5 +1,6 @@
 import { DEFAULTS } from '../defaults.js';
 import { describeError, ToolLoopError } from '../errors.js';
+import { parseToolArguments, unknownToolMessage } from './tool-arguments.js';
 import { toolErrorText, toolOutputText } from './tool-text.js';
 import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse, type ToolCall } from './types.js';
 
@@ -52,19 +53,10 @@ export function* toolLoop(
 
 /** Unknown tools and malformed arguments become results the model can read and correct. */
 function checkCall(call: ToolCall, toolNames: Set<string>): ToolInvocation | string {
-  if (!toolNames.has(call.name)) {
-    return `Error: unknown tool "${call.name}". Available tools: ${[...toolNames].join(', ') || 'none'}.`;
-  }
-  let parsed: unknown;
-  try {
-    parsed = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
-  } catch (error) {
-    return `Error: the arguments for ${call.name} are not valid JSON (${(error as Error).message}). Send a JSON object.`;
-  }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-    return `Error: the arguments for ${call.name} must be a JSON object.`;
-  }
-  return { id: call.id, name: call.name, arguments: parsed as Record<string, unknown> };
+  if (!toolNames.has(call.name)) return `Error: ${unknownToolMessage(call.name, toolNames)}`;
+  const parsed = parseToolArguments(call.name, call.arguments);
+  if (!parsed.ok) return `Error: ${parsed.message}`;
+  return { id: call.id, name: call.name, arguments: parsed.value };
 }
 
 /** How a driver gets outputs for tool calls: one string per call, in order. */

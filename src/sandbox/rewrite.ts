@@ -65,87 +65,94 @@ const STATEMENT_LISTS = new Set(['Program', 'BlockStatement', 'SwitchCase', 'Sta
 export function rewriteBlock(source: string): RewrittenBlock {
   const program = parseBlock(source) as AnyNode;
   const statements = program.body as unknown as AnyNode[];
-  const edits: Edit[] = [];
-  const hoisted = new Set<string>();
-  const functionNames: string[] = [];
+  const rewriter = new CellRewriter(source, program);
+  statements.forEach((statement, index) => rewriter.statement(statement, index === statements.length - 1));
+  return rewriter.finish(statements[statements.length - 1]?.type === 'ExpressionStatement');
+}
 
-  const declare = (pattern: AnyNode) => {
-    for (const name of boundNames(pattern)) hoisted.add(name);
-  };
+/** Collects the edits that turn one block's top-level statements into a REPL cell. */
+class CellRewriter {
+  private readonly edits: Edit[] = [];
+  private readonly hoisted = new Set<string>();
+  private readonly functionNames: string[] = [];
+
+  constructor(
+    private readonly source: string,
+    private readonly program: AnyNode,
+  ) {}
+
+  statement(statement: AnyNode, isLast: boolean): void {
+    switch (statement.type) {
+      case 'VariableDeclaration':
+        this.declaration(statement, this.program);
+        break;
+      case 'ClassDeclaration': {
+        const name = (statement.id as AnyNode).name as string;
+        this.hoisted.add(name);
+        this.edits.push({ at: statement.start, remove: 0, insert: `${name} = ` });
+        this.edits.push({ at: statement.end, remove: 0, insert: ';' });
+        break;
+      }
+      case 'FunctionDeclaration': {
+        const name = (statement.id as AnyNode).name as string;
+        this.hoisted.add(name);
+        this.functionNames.push(name);
+        break;
+      }
+      case 'ExpressionStatement':
+        if (isLast) {
+          const expression = statement.expression as AnyNode;
+          this.edits.push({ at: expression.start, remove: 0, insert: 'return (' });
+          this.edits.push({ at: expression.end, remove: 0, insert: ')' });
+        }
+        break;
+      default:
+        this.nestedVars(statement, this.program);
+    }
+  }
 
   /**
    * `const a = 1, {b} = c;` becomes `;(a = 1, {b} = c);`. The leading `;` guards against the
    * previous line running on (`f()\n(a = 1)` would be a call); it is only valid where a statement
    * may start, so heads of `for` loops and bodies of `if` without braces get the bare parenthesis.
    */
-  const convertDeclaration = (declaration: AnyNode, parent: AnyNode) => {
+  private declaration(declaration: AnyNode, parent: AnyNode): void {
     const kind = declaration.kind as string;
     const declarators = declaration.declarations as AnyNode[];
-    for (const declarator of declarators) declare(declarator.id as AnyNode);
+    for (const declarator of declarators) for (const name of boundNames(declarator.id as AnyNode)) this.hoisted.add(name);
     if ((parent.type === 'ForInStatement' || parent.type === 'ForOfStatement') && parent.left === declaration) {
       // `for (const x of xs)` becomes `for (x of xs)`.
-      edits.push({ at: declaration.start, remove: kind.length, insert: '' });
+      this.edits.push({ at: declaration.start, remove: kind.length, insert: '' });
       return;
     }
     const inStatementList = STATEMENT_LISTS.has(parent.type);
-    edits.push({ at: declaration.start, remove: kind.length, insert: inStatementList ? ';(' : '(' });
+    this.edits.push({ at: declaration.start, remove: kind.length, insert: inStatementList ? ';(' : '(' });
     for (const declarator of declarators) {
       // A repeated `var x;` must not reset x; a repeated `let x;` starts over as undefined.
-      if (declarator.init == null && kind !== 'var') edits.push({ at: declarator.end, remove: 0, insert: ' = void 0' });
+      if (declarator.init == null && kind !== 'var') this.edits.push({ at: declarator.end, remove: 0, insert: ' = void 0' });
     }
-    const endsWithSemicolon = source[declaration.end - 1] === ';';
-    edits.push({ at: endsWithSemicolon ? declaration.end - 1 : declaration.end, remove: 0, insert: ')' });
-  };
+    const endsWithSemicolon = this.source[declaration.end - 1] === ';';
+    this.edits.push({ at: endsWithSemicolon ? declaration.end - 1 : declaration.end, remove: 0, insert: ')' });
+  }
 
-  // `var` declarations anywhere outside functions are global in a script: keep them global.
-  const convertNestedVars = (node: AnyNode, parent: AnyNode) => {
+  /** `var` declarations anywhere outside functions are global in a script: keep them global. */
+  private nestedVars(node: AnyNode, parent: AnyNode): void {
     if (FUNCTION_TYPES.has(node.type) || CLASS_TYPES.has(node.type)) return;
     if (node.type === 'VariableDeclaration' && node.kind === 'var') {
-      convertDeclaration(node, parent);
+      this.declaration(node, parent);
       return;
     }
-    for (const child of childNodes(node)) convertNestedVars(child, node);
-  };
+    for (const child of childNodes(node)) this.nestedVars(child, node);
+  }
 
-  statements.forEach((statement, index) => {
-    const isLast = index === statements.length - 1;
-    switch (statement.type) {
-      case 'VariableDeclaration':
-        convertDeclaration(statement, program);
-        break;
-      case 'ClassDeclaration': {
-        const name = (statement.id as AnyNode).name as string;
-        hoisted.add(name);
-        edits.push({ at: statement.start, remove: 0, insert: `${name} = ` });
-        edits.push({ at: statement.end, remove: 0, insert: ';' });
-        break;
-      }
-      case 'FunctionDeclaration': {
-        const name = (statement.id as AnyNode).name as string;
-        hoisted.add(name);
-        functionNames.push(name);
-        break;
-      }
-      case 'ExpressionStatement':
-        if (isLast) {
-          const expression = statement.expression as AnyNode;
-          edits.push({ at: expression.start, remove: 0, insert: 'return (' });
-          edits.push({ at: expression.end, remove: 0, insert: ')' });
-        }
-        break;
-      default:
-        convertNestedVars(statement, program);
-    }
-  });
-
-  const last = statements[statements.length - 1];
-  const hasResult = last?.type === 'ExpressionStatement';
-  const declarations = hoisted.size > 0 ? `var ${[...hoisted].join(', ')}; ` : '';
-  // Arrow functions see the script's `this`, which is always the real global object.
-  const exports = functionNames.map((name) => `this[${JSON.stringify(name)}] = ${name}; `).join('');
-  edits.push({ at: 0, remove: 0, insert: `${declarations}${BLOCK_HOOK}((async () => { ${exports}`, first: true });
-  const { text, columnShifts } = applyEdits(source, edits);
-  return { code: `${text}\n})())`, hasResult, wrapperLine: source.split('\n').length + 1, columnShifts };
+  finish(hasResult: boolean): RewrittenBlock {
+    const declarations = this.hoisted.size > 0 ? `var ${[...this.hoisted].join(', ')}; ` : '';
+    // Arrow functions see the script's `this`, which is always the real global object.
+    const exports = this.functionNames.map((name) => `this[${JSON.stringify(name)}] = ${name}; `).join('');
+    this.edits.push({ at: 0, remove: 0, insert: `${declarations}${BLOCK_HOOK}((async () => { ${exports}`, first: true });
+    const { text, columnShifts } = applyEdits(this.source, this.edits);
+    return { code: `${text}\n})())`, hasResult, wrapperLine: this.source.split('\n').length + 1, columnShifts };
+  }
 }
 
 function parseBlock(source: string): Node {

@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
+import { untilAborted } from '../abort.js';
 import { ConfigurationError, describeError, SandboxError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import { parseOptions } from '../options.js';
@@ -308,9 +309,8 @@ export class Sandbox {
       rssLimitMb: this.options.rssLimitMb ?? 2 * this.options.memoryLimitMb + 2 * this.loadedContextMb + 512,
       hostWaitMs: () => bridge.waitedMs(),
     });
-    const aborted = abortPromise(signal);
     try {
-      const reply = await Promise.race([
+      const reply = await untilAborted(
         worker.request({
           type: 'execute',
           code: rewritten.code,
@@ -320,8 +320,8 @@ export class Sandbox {
           timeoutMs: this.options.blockTimeoutMs,
           outputLimit: this.options.outputLimitChars,
         }),
-        aborted.promise,
-      ]);
+        signal,
+      );
       if (reply.type === 'failed') {
         if (reply.disposed) return this.resetResult('memory', elapsed());
         throw new SandboxError('sandbox_protocol_error', `The sandbox failed to run the block: ${reply.message}`);
@@ -339,7 +339,6 @@ export class Sandbox {
     } finally {
       watchdog.stop();
       bridge.close();
-      aborted.dispose();
     }
   }
 
@@ -480,16 +479,6 @@ class BlockWatchdog {
   stop(): void {
     clearInterval(this.timer);
   }
-}
-
-function abortPromise(signal: AbortSignal | undefined): { promise: Promise<never>; dispose: () => void } {
-  let onAbort: (() => void) | undefined;
-  const promise = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal!.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-  promise.catch(() => {});
-  return { promise, dispose: () => onAbort && signal?.removeEventListener('abort', onAbort) };
 }
 
 /**

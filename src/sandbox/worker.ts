@@ -15,6 +15,10 @@ import { encodeFrame, FrameDecoder } from './framing.js';
 import type { HostReply, WorkerCommand, WorkerEvent } from './protocol.js';
 import { BLOCK_FILENAME, PRELUDE_FILENAME, type HostCallLimits } from './shared.js';
 
+/**
+ * The in-isolate prelude: sandbox/prelude.ts (with sandbox/primordials.ts, inspect.ts, json.ts),
+ * bundled by scripts/build.mjs into this string constant of dist/sandbox-worker.js.
+ */
 declare const __RLM_PRELUDE_SOURCE__: string;
 
 const TO_HOST_FD = 3;

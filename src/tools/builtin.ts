@@ -33,63 +33,66 @@ export class ExpressionError extends RlmError {
  *   factor     := '-' factor | '+' factor | number | '(' expression ')'
  */
 export function evaluate(source: string): number {
-  let position = 0;
-  const skipSpaces = () => {
-    while (position < source.length && /\s/.test(source[position]!)) position++;
-  };
-  const peek = () => {
-    skipSpaces();
-    return source[position];
-  };
-  const fail = (what: string): never => {
-    const found = position < source.length ? `"${source[position]}"` : 'the end';
-    throw new ExpressionError(`Syntax error at position ${position + 1}: expected ${what}, found ${found} in "${source}".`);
-  };
+  if (source.trim() === '') throw new ExpressionError('The expression is empty.');
+  const parser = new ArithmeticParser(source);
+  const value = parser.expression();
+  if (parser.peek() !== undefined) parser.fail('an operator');
+  return value;
+}
 
-  const expression = (): number => {
-    let value = term();
-    for (let operator = peek(); operator === '+' || operator === '-'; operator = peek()) {
-      position++;
-      const right = term();
+class ArithmeticParser {
+  private position = 0;
+
+  constructor(private readonly source: string) {}
+
+  expression(): number {
+    let value = this.term();
+    for (let operator = this.peek(); operator === '+' || operator === '-'; operator = this.peek()) {
+      this.position++;
+      const right = this.term();
       value = operator === '+' ? value + right : value - right;
     }
     return value;
-  };
-  const term = (): number => {
-    let value = factor();
-    for (let operator = peek(); operator === '*' || operator === '/'; operator = peek()) {
-      position++;
-      const right = factor();
-      if (operator === '/' && right === 0) throw new ExpressionError(`Division by zero in "${source}".`);
+  }
+
+  private term(): number {
+    let value = this.factor();
+    for (let operator = this.peek(); operator === '*' || operator === '/'; operator = this.peek()) {
+      this.position++;
+      const right = this.factor();
+      if (operator === '/' && right === 0) throw new ExpressionError(`Division by zero in "${this.source}".`);
       value = operator === '*' ? value * right : value / right;
     }
     return value;
-  };
-  const factor = (): number => {
-    const next = peek();
-    if (next === '-') {
-      position++;
-      return -factor();
-    }
-    if (next === '+') {
-      position++;
-      return factor();
+  }
+
+  private factor(): number {
+    const next = this.peek();
+    if (next === '-' || next === '+') {
+      this.position++;
+      return next === '-' ? -this.factor() : this.factor();
     }
     if (next === '(') {
-      position++;
-      const value = expression();
-      if (peek() !== ')') fail('")"');
-      position++;
+      this.position++;
+      const value = this.expression();
+      if (this.peek() !== ')') this.fail('")"');
+      this.position++;
       return value;
     }
-    const match = /^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?/.exec(source.slice(position));
-    if (!match) return fail('a number or "("');
-    position += match[0].length;
+    const match = /^(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?/.exec(this.source.slice(this.position));
+    if (!match) return this.fail('a number or "("');
+    this.position += match[0].length;
     return Number(match[0]);
-  };
+  }
 
-  if (source.trim() === '') throw new ExpressionError('The expression is empty.');
-  const value = expression();
-  if (peek() !== undefined) fail('an operator');
-  return value;
+  /** The next character that is not a space, or undefined at the end. */
+  peek(): string | undefined {
+    while (this.position < this.source.length && /\s/.test(this.source[this.position]!)) this.position++;
+    return this.source[this.position];
+  }
+
+  fail(what: string): never {
+    const found = this.position < this.source.length ? `"${this.source[this.position]}"` : 'the end';
+    throw new ExpressionError(`Syntax error at position ${this.position + 1}: expected ${what}, found ${found} in "${this.source}".`);
+  }
 }

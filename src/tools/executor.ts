@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { DEFAULTS } from '../defaults.js';
-import { RlmError } from '../errors.js';
+import { untilAborted } from '../abort.js';
+import { parseToolArguments, unknownToolMessage } from '../lm/tool-arguments.js';
 import type { ExecutionPolicy } from './define.js';
 import type { ToolRegistry } from './registry.js';
 
@@ -84,13 +85,11 @@ export class ToolExecutor {
     const tool = this.registry.get(call.name);
     let args = call.arguments;
     this.options.onToolStart?.(call.name, callId, args);
-    if (!tool) return finish({ error: `Unknown tool "${call.name}". Available tools: ${this.registry.names().join(', ') || 'none'}.` });
+    if (!tool) return finish({ error: unknownToolMessage(call.name, this.registry.names()) });
     if (typeof args === 'string') {
-      try {
-        args = args.trim() === '' ? {} : JSON.parse(args);
-      } catch (error) {
-        return finish({ error: `The arguments for ${call.name} are not valid JSON (${(error as Error).message}).` });
-      }
+      const parsed = parseToolArguments(call.name, args);
+      if (!parsed.ok) return finish({ error: parsed.message });
+      args = parsed.value;
     }
     if (this.options.validateArguments) {
       const checked = tool.validate(args ?? {});
@@ -100,42 +99,24 @@ export class ToolExecutor {
     if (options.signal?.aborted) return finish({ error: `${call.name} was cancelled before it started.` });
 
     const timeoutMs = tool.timeoutMs ?? (tool.longRunning ? undefined : this.options.timeoutMs);
-    const controller = new AbortController();
-    const abort = () => controller.abort(options.signal?.reason);
-    options.signal?.addEventListener('abort', abort, { once: true });
-    let timer: NodeJS.Timeout | undefined;
+    // The tool's signal aborts when the caller gives up, when the time is up, or when the call ends.
+    const ended = new AbortController();
+    const timeout = timeoutMs === undefined ? undefined : AbortSignal.timeout(timeoutMs);
+    const signal = AbortSignal.any([ended.signal, ...(options.signal ? [options.signal] : []), ...(timeout ? [timeout] : [])]);
     try {
-      const stopped = new Promise<never>((_, reject) => {
-        controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-        if (timeoutMs !== undefined) {
-          timer = setTimeout(() => controller.abort(new ToolTimeoutError(call.name, timeoutMs)), timeoutMs);
-        }
-      });
-      stopped.catch(() => {});
-      const value = await Promise.race([
-        Promise.resolve().then(() => tool.execute(args as never, { callId, invocationId: options.invocationId ?? callId, signal: controller.signal })),
-        stopped,
-      ]);
+      const context = { callId, invocationId: options.invocationId ?? callId, signal };
+      const value = await untilAborted(Promise.resolve().then(() => tool.execute(args as never, context)), signal);
       return finish({ result: value });
     } catch (error) {
-      if (error instanceof ToolTimeoutError) return finish({ error: error.message });
       if (options.signal?.aborted) return finish({ error: `${call.name} was cancelled.` });
+      if (timeout?.aborted) return finish({ error: `${call.name} timed out after ${timeoutMs} ms.` });
       return finish({ error: error instanceof Error ? error.message : String(error) });
     } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener('abort', abort);
-      if (!controller.signal.aborted) controller.abort(new Error('the tool call has ended'));
+      ended.abort(new Error('the tool call has ended'));
     }
   }
 
   private policyOf(name: string): ExecutionPolicy {
     return this.registry.get(name)?.executionPolicy ?? this.options.defaultPolicy;
-  }
-}
-
-class ToolTimeoutError extends RlmError {
-  override name = 'ToolTimeoutError';
-  constructor(name: string, timeoutMs: number) {
-    super('tool_timeout', `${name} timed out after ${timeoutMs} ms.`);
   }
 }

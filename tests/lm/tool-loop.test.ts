@@ -67,9 +67,9 @@ describe('the tool-calling loop', () => {
     await runToolLoop({ model, request: request(), handler: async (name, args) => (handled++, add(name, args)) });
     const results = model.calls[1]!.messages.filter((message) => message.role === 'tool').map((message) => (message as { content: string }).content);
     expect(results[0]).toBe('Error executing fail: database down');
-    expect(results[1]).toBe('Error: unknown tool "nonexistent". Available tools: add, fail.');
-    expect(results[2]).toMatch(/^Error: the arguments for add are not valid JSON/);
-    expect(results[3]).toBe('Error: the arguments for add must be a JSON object.');
+    expect(results[1]).toBe('Error: Unknown tool "nonexistent". Available tools: add, fail.');
+    expect(results[2]).toMatch(/^Error: The arguments for add are not valid JSON/);
+    expect(results[3]).toBe('Error: The arguments for add must be a JSON object.');
     expect(handled).toBe(1);
   });
 
