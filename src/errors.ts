@@ -33,15 +33,22 @@ export class SandboxError extends RlmError {
   }
 }
 
-/** A model call failed after retries: HTTP errors, timeouts, malformed replies. */
+/** A model call failed (after retries where they help): HTTP errors, timeouts, malformed or empty replies. */
 export class ModelError extends RlmError {
   override name = 'ModelError';
+  /** Whether trying the same request again may succeed (a 429, a 5xx, a timeout, a cut stream). */
+  readonly retriable: boolean;
+  /** How long the server asked to wait before trying again. */
+  readonly retryAfterMs: number | undefined;
+
   constructor(
     message: string,
     readonly status: number | undefined,
-    options?: { cause?: unknown },
+    options: { cause?: unknown; retriable?: boolean; retryAfterMs?: number | undefined } = {},
   ) {
     super('model_error', message, options);
+    this.retriable = options.retriable ?? false;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

@@ -12,7 +12,35 @@ export type FakeReply =
       /** Extra delay for this reply, on top of the server's latency. */
       delayMs?: number;
     }
-  | { status: number; headers?: Record<string, string>; error?: { message: string; type?: string; code?: string } };
+  | { status: number; headers?: Record<string, string>; error?: { message: string; type?: string; code?: string } }
+  | { fault: FakeFault; content?: string; delayMs?: number };
+
+/**
+ * Ways a misbehaving server answers, in JSON or SSE as the request asks:
+ * - `stream-cut`: part of the reply, then the connection closes (no finish reason, no [DONE]);
+ * - `stream-cut-mid-event`: the connection closes in the middle of an SSE event;
+ * - `stream-no-done`: a complete reply with its finish reason, but no [DONE];
+ * - `empty-choices`: `choices: []` (in SSE: every chunk);
+ * - `no-choices`: a 200 JSON body without `choices`;
+ * - `error-body`: a 200 JSON body `{ error: { message } }` (the message is `content`);
+ * - `null-content`: `content: null` and no tool calls;
+ * - `usage-chunks`: a normal reply with extra SSE chunks that have no `choices` field;
+ * - `stall-after-headers`: headers, then nothing until the client gives up;
+ * - `silent`: nothing at all until the client gives up;
+ * - `drop`: the connection is destroyed at once.
+ */
+export type FakeFault =
+  | 'stream-cut'
+  | 'stream-cut-mid-event'
+  | 'stream-no-done'
+  | 'empty-choices'
+  | 'no-choices'
+  | 'error-body'
+  | 'null-content'
+  | 'usage-chunks'
+  | 'stall-after-headers'
+  | 'silent'
+  | 'drop';
 
 /** A request the fake server received. */
 export interface FakeRequest {
@@ -80,6 +108,10 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
       sendJson(outgoing, 500, { error: { message: `fake server: no reply scripted for request #${index + 1}`, type: 'server_error' } });
       return;
     }
+    if (typeof reply === 'object' && 'fault' in reply) {
+      answerWithFault(outgoing, reply, String(body.model ?? 'fake-model'), Boolean(body.stream), ++counter);
+      return;
+    }
     if (typeof reply === 'object' && 'status' in reply) {
       sendJson(outgoing, reply.status, { error: { type: 'error', ...(reply.error ?? { message: `status ${reply.status}` }) } }, reply.headers);
       return;
@@ -114,7 +146,7 @@ interface Answer {
   finishReason: string;
 }
 
-function normalize(reply: Exclude<FakeReply, { status: number }>, counter: number): Answer {
+function normalize(reply: Exclude<FakeReply, { status: number } | { fault: FakeFault }>, counter: number): Answer {
   const value = typeof reply === 'string' ? { content: reply } : reply;
   const toolCalls = (value.toolCalls ?? []).map((call, index) => ({
     id: call.id ?? `call_${counter}_${index}`,
@@ -155,17 +187,19 @@ function completion(answer: Answer, model: string) {
   };
 }
 
+function chunkOf(answer: Answer, model: string, delta: Record<string, unknown>, finishReason: string | null = null) {
+  return { id: answer.id, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model, choices: [{ index: 0, delta, finish_reason: finishReason }] };
+}
+
+function startStream(outgoing: ServerResponse): (data: unknown) => void {
+  outgoing.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  return (data) => outgoing.write(`data: ${JSON.stringify(data)}\n\n`);
+}
+
 /** Sends the answer as server-sent events in several pieces, as real servers do. */
 function streamAnswer(outgoing: ServerResponse, answer: Answer, model: string, includeUsage: boolean) {
-  outgoing.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => ({
-    id: answer.id,
-    object: 'chat.completion.chunk',
-    created: Math.floor(Date.now() / 1000),
-    model,
-    choices: [{ index: 0, delta, finish_reason: finishReason }],
-  });
-  const send = (data: unknown) => outgoing.write(`data: ${JSON.stringify(data)}\n\n`);
+  const send = startStream(outgoing);
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => chunkOf(answer, model, delta, finishReason);
   send(chunk({ role: 'assistant', content: '' }));
   if (answer.content) for (const piece of splitInThree(answer.content)) send(chunk({ content: piece }));
   answer.toolCalls.forEach((call, index) => {
@@ -175,6 +209,67 @@ function streamAnswer(outgoing: ServerResponse, answer: Answer, model: string, i
   send(chunk({}, answer.finishReason));
   if (includeUsage) send({ id: answer.id, object: 'chat.completion.chunk', created: 0, model, choices: [], usage: answer.usage });
   outgoing.end('data: [DONE]\n\n');
+}
+
+function answerWithFault(outgoing: ServerResponse, reply: { fault: FakeFault; content?: string }, model: string, streaming: boolean, counter: number) {
+  const answer = normalize({ content: reply.content ?? 'partial answer' }, counter);
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => chunkOf(answer, model, delta, finishReason);
+  switch (reply.fault) {
+    case 'drop':
+      outgoing.destroy();
+      return;
+    case 'silent':
+      return; // the client's timeout ends it; close() cuts the connection
+    case 'stall-after-headers':
+      outgoing.writeHead(200, { 'content-type': streaming ? 'text/event-stream' : 'application/json' });
+      outgoing.flushHeaders();
+      return;
+    case 'no-choices':
+      return sendJson(outgoing, 200, { id: answer.id, object: 'chat.completion', model, usage: answer.usage });
+    case 'error-body':
+      return sendJson(outgoing, 200, { error: { message: reply.content ?? 'the model is overloaded', type: 'server_error' } });
+  }
+  if (!streaming) {
+    const body = completion(answer, model);
+    if (reply.fault === 'empty-choices') body.choices = [];
+    if (reply.fault === 'null-content') body.choices[0]!.message.content = null;
+    return sendJson(outgoing, 200, body);
+  }
+  const send = startStream(outgoing);
+  switch (reply.fault) {
+    case 'stream-cut':
+      send(chunk({ role: 'assistant', content: '' }));
+      send(chunk({ content: answer.content!.slice(0, Math.ceil(answer.content!.length / 2)) }));
+      return cutOnceSent(outgoing);
+    case 'stream-cut-mid-event':
+      send(chunk({ role: 'assistant', content: '' }));
+      outgoing.write(`data: ${JSON.stringify(chunk({ content: answer.content })).slice(0, 20)}`);
+      return cutOnceSent(outgoing);
+    case 'stream-no-done':
+      send(chunk({ content: answer.content }));
+      send(chunk({}, 'stop'));
+      return void outgoing.end();
+    case 'empty-choices':
+      send({ ...chunk({}), choices: [] });
+      return void outgoing.end('data: [DONE]\n\n');
+    case 'null-content':
+      send(chunk({ role: 'assistant' }));
+      send(chunk({}, 'stop'));
+      return void outgoing.end('data: [DONE]\n\n');
+    case 'usage-chunks': {
+      const { choices: _choices, ...usageOnly } = { ...chunk({}), usage: answer.usage };
+      send(usageOnly);
+      send(chunk({ role: 'assistant', content: answer.content }));
+      send(usageOnly);
+      send(chunk({}, 'stop'));
+      return void outgoing.end('data: [DONE]\n\n');
+    }
+  }
+}
+
+/** Closes the connection abruptly, but only after what was written has left, as a dying server does. */
+function cutOnceSent(outgoing: ServerResponse): void {
+  outgoing.write('', () => outgoing.destroy());
 }
 
 function splitInThree(text: string): string[] {

@@ -90,7 +90,7 @@ describe('OpenAIModel errors and retries', () => {
   it('times out a slow request', async () => {
     const fake = await serve({ latencyMs: 2_000, reply: () => 'late' });
     const model = new OpenAIModel({ baseURL: fake.baseURL, timeoutMs: 100, maxRetries: 0 });
-    await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/timed out/i);
+    await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/no complete response within 100 ms \(the request timeout\)/);
   });
 
   it('stops when the signal aborts, with the caller’s reason', async () => {
