@@ -10,8 +10,8 @@ export { DEFAULTS } from './defaults.js';
 
 // Errors: branch on `code` or the class, never on the message
 export { RlmError, ConfigurationError, SandboxError, ModelError, ToolError, ToolLoopError } from './errors.js';
-export { RunLimitError } from './engine/limits.js';
-export type { LimitCode } from './engine/limits.js';
+export { RunFailedError, RunLimitError } from './engine/limits.js';
+export type { LimitCode, RunFailureDetails } from './engine/limits.js';
 
 // Models
 export { OpenAIModel } from './lm/openai.js';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RunLimitError, type RLMOptions, type RlmError, type RlmResult } from '../index.js';
+import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult } from '../index.js';
 import { loadContexts } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { EXIT, UsageError } from './usage-error.js';
@@ -135,29 +135,41 @@ function readPromptFile(path: string): string {
   }
 }
 
-/** A run that failed or hit a limit: the partial answer (if any) on stdout, flagged; exit 1. */
+/**
+ * A run that failed or hit a limit: what it had goes to stdout (the partial answer, flagged on
+ * stderr; or the --json failure object), the reason to stderr; exit 1.
+ */
 function reportFailure(error: unknown, flags: RunFlags, io: CommandIo): number {
-  if (error instanceof ConfigurationError) throw error; // main() reports it as a usage error (exit 2)
+  if (error instanceof RlmError && CONFIGURATION_CODES.has(error.code)) throw error; // main() reports it as a usage error (exit 2)
   const message = error instanceof Error ? error.message : String(error);
-  const partial = error instanceof RunLimitError ? error.partialAnswer : undefined;
+  const failure = error instanceof RunFailedError ? error : undefined;
+  const partial = failure?.partialAnswer;
   if (flags.json) {
-    io.stdout.write(
-      `${JSON.stringify(
-        {
-          error: { name: (error as Error)?.name ?? 'Error', code: (error as RlmError)?.code, message },
-          partialAnswer: partial ?? null,
-          usage: error instanceof RunLimitError ? error.usage?.byModel ?? {} : {},
-          costUsd: error instanceof RunLimitError ? error.usage?.costUsd ?? 0 : 0,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    io.stdout.write(`${JSON.stringify(failureJson(error, failure), null, 2)}\n`);
   } else if (partial) {
     io.stdout.write(`${partial.trimEnd()}\n`);
   }
-  io.stderr.write(`rlm: the run stopped: ${message}${partial ? '\nrlm: the answer above is partial (the best reply so far).' : ''}\n`);
+  io.stderr.write(`rlm: the run stopped: ${message}\n`);
+  if (!flags.json) {
+    io.stderr.write(partial ? 'rlm: the answer above is partial (the best the run had so far).\n' : 'rlm: the run had no answer yet: its replies so far were code, not answers.\n');
+  }
+  if (failure?.logPath) io.stderr.write(`rlm: log: ${failure.logPath}\n`);
   return EXIT.failed;
+}
+
+const CONFIGURATION_CODES = new Set(['configuration_error', 'missing_api_key', 'usage_error']);
+
+/** The --json shape of a failed run: what went wrong, what it had, what it cost. */
+function failureJson(error: unknown, failure: RunFailedError | undefined) {
+  const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
+  return {
+    error: { name, code: error instanceof RlmError ? error.code : null, message },
+    partialAnswer: failure?.partialAnswer ?? null,
+    usage: failure?.usage?.byModel ?? {},
+    costUsd: failure?.usage?.costUsd ?? 0,
+    costComplete: failure?.usage?.costComplete ?? true,
+    logPath: failure?.logPath ?? null,
+  };
 }
 
 function resultJson(result: RlmResult) {

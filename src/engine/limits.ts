@@ -4,28 +4,66 @@ import type { UsageSummary, UsageTracker } from '../lm/usage.js';
 
 export type LimitCode = 'max_iterations' | 'max_tokens' | 'max_budget' | 'max_time' | 'max_errors' | 'max_llm_calls';
 
+/** What a run had when it ended without an answer. */
+export interface RunFailureDetails {
+  /** The best answer so far: the FINAL text or prose of the root model's last reply, never code. */
+  partialAnswer?: string | undefined;
+  /** Calls, tokens and cost of the whole run tree up to the stop. */
+  usage?: UsageSummary | undefined;
+  /** The trajectory log, when one was written. */
+  logPath?: string | undefined;
+}
+
 /**
- * A run stopped at one of its limits. Carries the best answer the run had so far (the last
- * non-empty reply of the root model, or undefined) and the usage up to the stop.
+ * A run that ended without an answer: a model failure, a sandbox that could not start, ... Its
+ * `code` is the cause's (`model_error`, `sandbox_start_failed`, ...), its message the cause's
+ * message, and it carries what the run had: partial answer, usage, log path. Errors are complete
+ * when thrown: `with()` returns a copy with more details.
  */
-export class RunLimitError extends RlmError {
-  override name = 'RunLimitError';
+export class RunFailedError extends RlmError {
+  override name = 'RunFailedError';
   readonly partialAnswer: string | undefined;
   readonly usage: UsageSummary | undefined;
+  readonly logPath: string | undefined;
+
+  constructor(code: string, message: string, details: RunFailureDetails = {}, options: { cause?: unknown } = {}) {
+    super(code, message, options);
+    this.partialAnswer = details.partialAnswer;
+    this.usage = details.usage;
+    this.logPath = details.logPath;
+  }
+
+  /** Wraps whatever stopped a run. */
+  static from(error: unknown, details: RunFailureDetails): RunFailedError {
+    if (error instanceof RunFailedError) return error.with(details);
+    const code = error instanceof RlmError ? error.code : 'run_failed';
+    const message = error instanceof Error ? error.message : String(error);
+    return new RunFailedError(code, message, details, { cause: error });
+  }
+
+  with(details: RunFailureDetails): RunFailedError {
+    return new RunFailedError(this.code, this.message, { ...this.details(), ...details }, { cause: this.cause });
+  }
+
+  protected details(): RunFailureDetails {
+    return { partialAnswer: this.partialAnswer, usage: this.usage, logPath: this.logPath };
+  }
+}
+
+/** A run stopped at one of its limits; carries what it had, as every failed run does. */
+export class RunLimitError extends RunFailedError {
+  override name = 'RunLimitError';
 
   constructor(
     override readonly code: LimitCode,
     message: string,
-    details: { partialAnswer?: string | undefined; usage?: UsageSummary | undefined } = {},
+    details: RunFailureDetails = {},
   ) {
-    super(code, message);
-    this.partialAnswer = details.partialAnswer;
-    this.usage = details.usage;
+    super(code, message, details);
   }
 
-  /** The same stop with more of what the run knew when it ended (errors are not changed once thrown). */
-  with(details: { partialAnswer?: string | undefined; usage?: UsageSummary | undefined }): RunLimitError {
-    return new RunLimitError(this.code, this.message, { partialAnswer: this.partialAnswer, usage: this.usage, ...details });
+  override with(details: RunFailureDetails): RunLimitError {
+    return new RunLimitError(this.code, this.message, { ...this.details(), ...details });
   }
 }
 

@@ -9,6 +9,8 @@ export interface ParsedReply {
   blocks: CodeBlock[];
   /** A FINAL(...) or FINAL_VAR(...) written as text at the start of a line, outside any fence. */
   textFinal?: TextFinal;
+  /** The reply without its fenced blocks, trimmed. */
+  prose: string;
 }
 
 export type TextFinal = { kind: 'FINAL'; value: string } | { kind: 'FINAL_VAR'; name: string };
@@ -63,8 +65,19 @@ export function parseReply(reply: string): ParsedReply {
     const language = RUNNABLE[fence.language.toLowerCase()];
     if (language && fence.lines.join('').trim() !== '') blocks.push({ code: fence.lines.join('\n'), language });
   }
-  const textFinal = findTextFinal(prose.join('\n'));
-  return textFinal ? { blocks, textFinal } : { blocks };
+  const text = prose.join('\n');
+  const textFinal = findTextFinal(text);
+  return { blocks, prose: text.trim(), ...(textFinal && { textFinal }) };
+}
+
+/**
+ * What a reply offers as an answer if the run stops now: its FINAL(...) text, else its prose.
+ * Never code: a reply that is only code offers nothing.
+ */
+export function partialAnswerOf(reply: string): string | undefined {
+  const parsed = parseReply(reply);
+  if (parsed.textFinal?.kind === 'FINAL') return parsed.textFinal.value;
+  return parsed.prose || undefined;
 }
 
 /** Finds FINAL(...) / FINAL_VAR(...) at the start of a line; parentheses inside are kept whole. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
-import { ConfigurationError, InstallationError } from '../errors.js';
+import { ConfigurationError, InstallationError, RlmError } from '../errors.js';
 import { ModelGateway } from '../lm/gateway.js';
 import { DEFAULT_PRICES } from '../lm/prices.js';
 import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
@@ -14,7 +14,7 @@ import type { AnyTool } from '../tools/define.js';
 import { ToolRegistry } from '../tools/registry.js';
 import { loadSetupCode, loadSetupFiles } from '../tools/setup-files.js';
 import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
-import { RunLimitError, TreeBudget } from './limits.js';
+import { RunFailedError, RunLimitError, TreeBudget, type RunFailureDetails } from './limits.js';
 import { Run, type RunSettings, type SessionState } from './run.js';
 import { TrajectoryLogger } from './trajectory.js';
 
@@ -158,13 +158,13 @@ export class RLM {
     const budget = new TreeBudget(this.options, usage, signal);
     // A consumer that stops reading (`break`) cancels the run: nobody would see its result.
     const channel = new EventChannel<RlmEvent>(() => budget.stop(new Error('the event stream was closed before the run ended')));
-    void this.runTree({ context, query }, { session, usage, budget, channel });
+    void this.runTree({ context, query, signal }, { session, usage, budget, channel });
     return channel;
   }
 
   /** Runs the root run of one tree to its end, reporting into `channel`; never throws. */
   private async runTree(
-    input: { context: unknown; query: string | undefined },
+    input: { context: unknown; query: string | undefined; signal: AbortSignal | undefined },
     tree: { session: SessionState | undefined; usage: UsageTracker; budget: TreeBudget; channel: EventChannel<RlmEvent> },
   ): Promise<void> {
     const { session, usage, budget, channel } = tree;
@@ -172,7 +172,7 @@ export class RLM {
     // Every run needs a sandbox, and each child run one more: have them started ahead of time.
     workerPool.reserve(this.settings.maxDepth > 1 ? this.settings.maxConcurrentChildren + 1 : 1);
     const logger = this.startLog();
-    let runId: string | undefined;
+    let run: Run | undefined;
     try {
       const settings = await this.prepare();
       const gateway = new ModelGateway({ models: this.models, scheduler: new ModelScheduler(this.options.maxConcurrency), usage, guard: budget, signal: budget.signal });
@@ -183,9 +183,9 @@ export class RLM {
         onRequest: this.options.onRequest,
         childQueues: new KeyedQueues<number>(settings.maxConcurrentChildren),
       };
-      const run = new Run(runTree, gateway, 0, settings.rootModel, { logger, onIteration: this.options.onIteration, ...(session && { session }) });
-      runId = run.runId;
-      const outcome = await run.complete(input);
+      run = new Run(runTree, gateway, 0, settings.rootModel, { logger, onIteration: this.options.onIteration, ...(session && { session }) });
+      const { runId } = run;
+      const outcome = await run.complete({ context: input.context, query: input.query });
       if (session) session.lastMessages = outcome.messages;
       const result: RlmResult = {
         response: outcome.response,
@@ -197,17 +197,30 @@ export class RLM {
         runId,
         ...(logger && { logPath: logger.path }),
       };
+      logger?.end({ status: 'completed', answer: result.response, usage: result.usage });
       channel.push({ type: 'run-end', runId, depth: 0, result });
       channel.close();
     } catch (error) {
-      const failure = error instanceof RunLimitError ? error.with({ usage: usage.summary() }) : error;
+      const failure = this.failureOf(error, { partialAnswer: run?.partialAnswer, usage: usage.summary(), logPath: logger?.path }, budget);
       const { name, message } = failure instanceof Error ? failure : new Error(String(failure));
-      const code = failure instanceof Error && 'code' in failure ? String(failure.code) : undefined;
-      channel.push({ type: 'error', runId: runId ?? '', depth: 0, error: { name, message, ...(code && { code }) } });
+      const code = failure instanceof RlmError ? failure.code : undefined;
+      const status = failure instanceof RunLimitError ? 'limit' : failure instanceof RunFailedError ? 'error' : 'interrupted';
+      const partialAnswer = failure instanceof RunFailedError ? failure.partialAnswer : undefined;
+      logger?.end({ status, error: { name, code, message }, partialAnswer, usage: usage.summary() });
+      channel.push({ type: 'error', runId: run?.runId ?? '', depth: 0, error: { name, message, ...(code && { code }) } });
       channel.fail(failure);
     } finally {
       budget.dispose();
     }
+  }
+
+  /**
+   * What a failed run throws: what stopped it, with what it had (partial answer, usage, log). A run
+   * cancelled by its caller (or whose event stream was closed) rejects with that reason as it is.
+   */
+  private failureOf(error: unknown, details: RunFailureDetails, budget: TreeBudget): unknown {
+    const cancelled = budget.signal.aborted && !(budget.signal.reason instanceof RunLimitError) && error === budget.signal.reason;
+    return cancelled ? error : RunFailedError.from(error, details);
   }
 
   private startLog(): TrajectoryLogger | undefined {

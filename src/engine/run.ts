@@ -13,7 +13,7 @@ import type { CodeBlockRecord, IterationRecord, RlmEvent } from './events.js';
 import { routeHostCall, type BlockScope } from './host-calls.js';
 import { RunLimitError, type TreeBudget } from './limits.js';
 import { LlmQueries } from './llm-queries.js';
-import { parseReply, type CodeBlock, type ParsedReply } from './parsing.js';
+import { parseReply, partialAnswerOf, type CodeBlock, type ParsedReply } from './parsing.js';
 import { blockOutputMessage, contextMessage, forceFinalPrompt, message, systemPrompt, turnPrompt } from './prompts.js';
 import type { TrajectoryLogger } from './trajectory.js';
 import { transpileTypeScript } from '../typescript.js';
@@ -104,6 +104,11 @@ export class Run implements ParentRun {
   private bestPartial: string | undefined;
   private codeHasRun = false;
 
+  /** The best answer the run had so far, should it stop now (see partialAnswerOf). */
+  get partialAnswer(): string | undefined {
+    return this.bestPartial;
+  }
+
   constructor(
     readonly tree: RunTree,
     gateway: ModelGateway,
@@ -148,7 +153,7 @@ export class Run implements ParentRun {
             break;
         }
       }
-      return await this.forceFinal(conversation, trajectory, signal);
+      return await this.forceFinal(conversation, trajectory, signal, sandboxReady);
     } catch (error) {
       throw this.failure(error);
     } finally {
@@ -186,23 +191,43 @@ export class Run implements ParentRun {
 
   private async askRoot(messages: ChatMessage[], signal: AbortSignal): Promise<string> {
     const reply = (await this.gateway.with({ purpose: 'root' }).chat({ model: this.rootModel, messages, signal })).content ?? '';
-    if (reply.trim()) this.bestPartial = reply;
+    this.bestPartial = partialAnswerOf(reply) ?? this.bestPartial;
     signal.throwIfAborted(); // a limit crossed by this very call
     return reply;
   }
 
-  /** Out of turns: one more call asks for the best answer from everything so far. */
-  private async forceFinal(conversation: ChatMessage[], trajectory: IterationRecord[], signal: AbortSignal): Promise<RunOutcome> {
+  /**
+   * Out of turns: one more call asks for the best answer from everything so far. The reply is read
+   * like any other: FINAL(...) is unwrapped, FINAL_VAR(...) looked up, code run for its FINAL; what
+   * remains is its prose. A reply that offers only code is no answer, and the run ends at its limit.
+   */
+  private async forceFinal(conversation: ChatMessage[], trajectory: IterationRecord[], signal: AbortSignal, sandboxReady: Promise<Sandbox>): Promise<RunOutcome> {
     const { maxIterations } = this.tree.settings;
     const started = performance.now();
     const prompt: ChatMessage[] = [...conversation, { role: 'user', content: forceFinalPrompt() }];
-    const answer = await this.askRoot(prompt, signal);
-    const record: IterationRecord = { index: maxIterations + 1, prompt, response: answer, codeBlocks: [], finalAnswer: answer, durationMs: performance.now() - started };
+    const reply = await this.askRoot(prompt, signal);
+    const parsed = parseReply(reply);
+    const codeBlocks = parsed.blocks.length > 0 ? await this.runBlocks(await sandboxReady, parsed.blocks, maxIterations + 1, signal) : [];
+    const answer = codeBlocks.at(-1)?.result.final ?? (await this.forcedText(parsed, sandboxReady, signal));
+    const record: IterationRecord = { index: maxIterations + 1, prompt, response: reply, codeBlocks, finalAnswer: answer ?? null, durationMs: performance.now() - started };
     trajectory.push(record);
     this.placement.logger?.iteration(record);
+    if (answer === undefined) {
+      throw new RunLimitError('max_iterations', `The run used all ${maxIterations} iterations without a final answer, and its last reply offered only code.`);
+    }
     this.emit({ type: 'final', answer, source: 'forced' });
-    conversation.push({ role: 'assistant', content: answer });
+    conversation.push({ role: 'assistant', content: reply });
     return { response: answer, forced: true, iterations: maxIterations, trajectory, messages: conversation };
+  }
+
+  private async forcedText(parsed: ParsedReply, sandboxReady: Promise<Sandbox>, signal: AbortSignal): Promise<string | undefined> {
+    const final = parsed.textFinal;
+    if (final?.kind === 'FINAL') return final.value;
+    if (final?.kind === 'FINAL_VAR') {
+      const lookup = await (await sandboxReady).execute(`FINAL_VAR(${JSON.stringify(final.name)})`, { signal });
+      if (lookup.final !== undefined) return lookup.final;
+    }
+    return parsed.prose || undefined;
   }
 
   private async reportIteration(record: IterationRecord): Promise<void> {
@@ -380,11 +405,9 @@ export class Run implements ParentRun {
     });
   }
 
-  /** The error a failed run ends with: the tree's abort reason wins, and limit errors carry the partial answer. */
+  /** The error a failed run ends with: when the tree was stopped (a limit, the caller), its reason. */
   private failure(error: unknown): unknown {
-    const reason = this.tree.budget.signal.aborted ? this.tree.budget.signal.reason : error;
-    if (reason instanceof RunLimitError && reason.partialAnswer === undefined) return reason.with({ partialAnswer: this.bestPartial });
-    return reason;
+    return this.tree.budget.signal.aborted ? this.tree.budget.signal.reason : error;
   }
 }
 

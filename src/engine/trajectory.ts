@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { UsageSummary } from '../lm/usage.js';
 import type { IterationRecord, SubcallRecord } from './events.js';
 
 export interface TrajectoryMetadata {
@@ -50,6 +51,20 @@ export class TrajectoryLogger {
   iteration(record: IterationRecord): void {
     this.count += 1;
     this.write({ type: 'iteration', iteration: this.count, timestamp: new Date().toISOString(), ...iterationJson(record) });
+  }
+
+  /**
+   * The last line: how the run ended. `completed` with the answer, `limit` or `error` with what went
+   * wrong, `interrupted` when the caller cancelled it. A log without this line ended early (a crash).
+   */
+  end(outcome: {
+    status: 'completed' | 'limit' | 'error' | 'interrupted';
+    answer?: string | undefined;
+    error?: { name: string; code?: string | undefined; message: string } | undefined;
+    partialAnswer?: string | undefined;
+    usage: UsageSummary;
+  }): void {
+    this.write({ type: 'run_end', timestamp: new Date().toISOString(), iterations: this.count, ...outcome });
   }
 
   private write(entry: unknown): void {

@@ -250,7 +250,8 @@ describe('exit codes and errors', () => {
       expect(result.stderr).toContain('interrupted');
       const [log] = readdirSync(logDir);
       const lines = readFileSync(join(logDir, log!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-      expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration']);
+      expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'run_end']);
+      expect(lines[2]).toMatchObject({ status: 'interrupted' });
     } finally {
       await slow.close();
     }

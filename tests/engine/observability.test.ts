@@ -116,13 +116,14 @@ describe('trajectory logs', () => {
     expect(lines[2]).toMatchObject({ type: 'iteration', iteration: 2, final_answer: 'all done' });
   });
 
-  it('keeps every completed iteration on disk when the run crashes', async () => {
+  it('keeps every completed iteration on disk when the run fails, and ends the log saying how', async () => {
     const logDir = mkdtempSync(join(tmpdir(), 'rlm-logs-'));
     const { languageModel } = models([repl('print(1)'), repl('print(2)'), new Error('connection lost')]);
     await expect(new RLM({ model: 'root', languageModel, logDir }).completion('c')).rejects.toThrow('connection lost');
     const [file] = readdirSync(logDir);
     const lines = readFileSync(join(logDir, file!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
-    expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'iteration']);
+    expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'iteration', 'run_end']);
+    expect(lines[3]).toMatchObject({ status: 'error', error: { message: 'connection lost' }, usage: { calls: 2 } });
   });
 });
 
