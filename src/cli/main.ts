@@ -1,5 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { RlmError } from '../index.js';
+import { RlmError, type PriceTable } from '../index.js';
 import { DEFAULT_MODEL, runCommand, type CommandIo, type RunFlags } from './run-command.js';
 import { EXIT } from './usage-error.js';
 
@@ -31,6 +31,15 @@ function number(kind: 'integer' | 'positive') {
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
+function collectPrice(value: string, previous: PriceTable | undefined): PriceTable {
+  const match = /^(.+)=\s*([\d.]+)\s*,\s*([\d.]+)\s*$/.exec(value);
+  const [inputPerMillion, outputPerMillion] = [Number(match?.[2]), Number(match?.[3])];
+  if (!match || !Number.isFinite(inputPerMillion) || !Number.isFinite(outputPerMillion)) {
+    throw new InvalidArgumentError('expected MODEL=IN,OUT in USD per million input and output tokens, e.g. gpt-5-mini=0.25,2.');
+  }
+  return { ...previous, [match[1]!.trim()]: { inputPerMillion, outputPerMillion } };
+}
+
 export function buildProgram(io: CommandIo, setExitCode: (code: number) => void): Command {
   const program = new Command('rlm')
     .description("Answer questions about inputs far larger than a model's context window.\nThe model explores the input by writing JavaScript in a sandboxed REPL.")
@@ -52,9 +61,12 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .option('--max-iterations <n>', 'root-model turns before the answer is forced (default: 30)', number('integer'))
     .option('--max-depth <n>', '1: no recursion; 2: rlm_query starts child RLMs (default: 1)', number('integer'))
     .option('--max-concurrency <n>', 'sub-model requests in flight at once (default: 16)', number('integer'))
-    .option('--max-budget <usd>', 'stop when the run has cost this much', number('positive'))
+    .option('--max-budget <usd>', 'stop when the run has cost this much (every model needs a price)', number('positive'))
+    .option('--price <model=in,out>', 'price of a model in USD per million input and output tokens, e.g. gpt-5-mini=0.25,2 (repeatable)', collectPrice)
     .option('--max-time <seconds>', 'stop the run after this long', number('positive'))
     .option('--block-timeout <seconds>', 'computation time one code block may use (default: 60)', number('positive'))
+    .option('--request-timeout <seconds>', 'time one model request may take, reply included (default: 600)', number('positive'))
+    .option('--idle-timeout <seconds>', 'silence in a model reply before the request is cut and retried (default: 120)', number('positive'))
     .option('--memory-limit <mb>', 'sandbox heap limit (default: 1024)', number('integer'))
     .option('--setup <file>', 'setup file with tools or sandbox code (repeatable)', collect)
     .option('--system-prompt <file>', 'replace the built-in system prompt')

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult } from '../index.js';
+import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type PriceTable, type RLMOptions, type RlmResult } from '../index.js';
 import { loadContexts } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { EXIT, UsageError } from './usage-error.js';
@@ -16,6 +16,9 @@ export interface RunFlags {
   maxDepth?: number;
   maxConcurrency?: number;
   maxBudget?: number;
+  price?: PriceTable;
+  requestTimeout?: number;
+  idleTimeout?: number;
   maxTime?: number;
   blockTimeout?: number;
   memoryLimit?: number;
@@ -101,6 +104,9 @@ async function buildOptions(flags: RunFlags, io: CommandIo): Promise<RLMOptions>
     ...(flags.maxDepth !== undefined && { maxDepth: flags.maxDepth }),
     ...(flags.maxConcurrency !== undefined && { maxConcurrency: flags.maxConcurrency }),
     ...(flags.maxBudget !== undefined && { maxBudgetUsd: flags.maxBudget }),
+    ...(flags.price && { prices: flags.price }),
+    ...(flags.requestTimeout !== undefined && { requestTimeoutMs: Math.round(flags.requestTimeout * 1000) }),
+    ...(flags.idleTimeout !== undefined && { idleTimeoutMs: Math.round(flags.idleTimeout * 1000) }),
     ...(flags.maxTime !== undefined && { maxTimeMs: Math.round(flags.maxTime * 1000) }),
     sandbox,
     ...(flags.setup && { setup: flags.setup }),

@@ -1,4 +1,4 @@
-import { RlmError } from '../errors.js';
+import { ConfigurationError, RlmError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import type { UsageSummary, UsageTracker } from '../lm/usage.js';
 
@@ -122,8 +122,11 @@ export class TreeBudget {
   }
 
   /** Throws (and stops the tree) if another model call would break a limit. */
-  beforeCall(): void {
+  beforeCall(model: string): void {
     this.signal.throwIfAborted();
+    if (this.limits.maxBudgetUsd !== undefined && !this.usage.hasPrice(model)) {
+      throw new ConfigurationError(`The run has a budget, and model "${model}" has no price: give one with --price ${model}=IN,OUT or the prices option.`);
+    }
     const { maxLlmCalls } = this.limits;
     // Counted when calls start, so a batch in flight cannot overshoot the limit.
     if (maxLlmCalls !== undefined && this.callsStarted >= maxLlmCalls) {
@@ -144,7 +147,8 @@ export class TreeBudget {
     if (maxTokens !== undefined && tokens > maxTokens) {
       this.stop(new RunLimitError('max_tokens', `Token limit reached: ${tokens.toLocaleString('en-US')} tokens used, the limit is ${maxTokens.toLocaleString('en-US')}.`));
     } else if (maxBudgetUsd !== undefined && summary.costUsd > maxBudgetUsd) {
-      this.stop(new RunLimitError('max_budget', `Budget reached: $${summary.costUsd.toFixed(4)} spent, the budget is $${maxBudgetUsd.toFixed(4)}.`));
+      const [spent, budget] = formatUsdPair(summary.costUsd, maxBudgetUsd);
+      this.stop(new RunLimitError('max_budget', `Budget reached: $${spent} spent, more than the budget of $${budget}.`));
     }
   }
 
@@ -163,4 +167,11 @@ export class TreeBudget {
     this.stop(error);
     throw error;
   }
+}
+
+/** Two amounts with enough decimals that the larger one never reads as equal to the smaller. */
+function formatUsdPair(spent: number, budget: number): [string, string] {
+  let decimals = 4;
+  while (decimals < 10 && spent.toFixed(decimals) === budget.toFixed(decimals)) decimals++;
+  return [spent.toFixed(decimals), budget.toFixed(decimals)];
 }

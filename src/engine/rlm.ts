@@ -2,11 +2,12 @@ import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { ConfigurationError, InstallationError, RlmError } from '../errors.js';
 import { ModelGateway } from '../lm/gateway.js';
-import { DEFAULT_PRICES } from '../lm/prices.js';
+import { DEFAULT_PRICES, findPrice, type PriceTable } from '../lm/prices.js';
 import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
 import { KeyedQueues, ModelScheduler } from '../lm/scheduler.js';
 import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
+import { prepareLogFolder } from '../log-folder.js';
 import { parseOptions } from '../options.js';
 import { workerPool } from '../sandbox/pool.js';
 import { sandboxLimitsSchema } from '../sandbox/sandbox.js';
@@ -72,8 +73,12 @@ const rlmOptionsSchema = z.object({
   setup: z.array(z.string().min(1)).optional(),
   /** Prices (USD per million tokens) added to or replacing the built-in table. */
   prices: z.record(z.string(), z.object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).optional(),
-  /** Write a JSONL trajectory of every run into this folder. */
+  /** Write a JSONL trajectory of every run into this folder (checked, and created, when the RLM is built). */
   logDir: z.string().min(1).optional(),
+  /** Time one model request may take, from the request to the last byte of the reply, in ms (OpenAI-compatible models). @default 600000 */
+  requestTimeoutMs: positive.optional(),
+  /** Longest silence in a model's reply (no bytes), in ms, before the request is cut and retried. @default 120000 */
+  idleTimeoutMs: positive.optional(),
   /** Awaited after every root iteration, so a durable step runner can checkpoint each step. */
   onIteration: z.custom<(iteration: IterationRecord, index: number) => unknown>(isFunction, 'expected a function').optional(),
   /** Called after every sub-call a run's code makes (llm_query and friends), anywhere in the tree. */
@@ -104,6 +109,8 @@ export class RLM {
 
   constructor(options: RLMOptions) {
     this.options = parseOptions(rlmOptionsSchema, options, 'RLM options');
+    if (this.options.logDir) prepareLogFolder(this.options.logDir);
+    if (this.options.maxBudgetUsd !== undefined) requirePrices([this.options.model, this.options.subModel ?? this.options.model], this.prices());
     this.models = resolveModelProvider(this.options);
     const { setupCode } = this.options;
     this.settings = {
@@ -154,7 +161,7 @@ export class RLM {
   /** @internal Starts a run (of a session, when `session` is given) and returns its events. */
   startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
     const { context, query, signal } = normalizeInput(input);
-    const usage = new UsageTracker({ ...DEFAULT_PRICES, ...this.options.prices });
+    const usage = new UsageTracker(this.prices());
     const budget = new TreeBudget(this.options, usage, signal);
     // A consumer that stops reading (`break`) cancels the run: nobody would see its result.
     const channel = new EventChannel<RlmEvent>(() => budget.stop(new Error('the event stream was closed before the run ended')));
@@ -171,9 +178,10 @@ export class RLM {
     const started = performance.now();
     // Every run needs a sandbox, and each child run one more: have them started ahead of time.
     workerPool.reserve(this.settings.maxDepth > 1 ? this.settings.maxConcurrentChildren + 1 : 1);
-    const logger = this.startLog();
+    let logger: TrajectoryLogger | undefined;
     let run: Run | undefined;
     try {
+      logger = this.startLog();
       const settings = await this.prepare();
       const gateway = new ModelGateway({ models: this.models, scheduler: new ModelScheduler(this.options.maxConcurrency), usage, guard: budget, signal: budget.signal });
       const runTree = {
@@ -223,6 +231,10 @@ export class RLM {
     return cancelled ? error : RunFailedError.from(error, details);
   }
 
+  private prices(): PriceTable {
+    return { ...DEFAULT_PRICES, ...this.options.prices };
+  }
+
   private startLog(): TrajectoryLogger | undefined {
     if (!this.options.logDir) return undefined;
     const logger = new TrajectoryLogger(this.options.logDir, [...(this.models.secrets ?? []), ...(this.options.apiKey ? [this.options.apiKey] : [])]);
@@ -265,6 +277,16 @@ export class RlmSession {
     await this.state.sandbox?.dispose();
     this.state.sandbox = undefined;
   }
+}
+
+/** A budget needs a price for every model it pays for: refuse one that would silently count as free. */
+function requirePrices(models: string[], prices: PriceTable): void {
+  const unpriced = [...new Set(models)].filter((model) => !findPrice(model, prices));
+  if (unpriced.length === 0) return;
+  throw new ConfigurationError(
+    `A budget (--max-budget, maxBudgetUsd) needs prices, and ${unpriced.map((model) => `"${model}"`).join(' and ')} ${unpriced.length === 1 ? 'has' : 'have'} none. ` +
+      `Give them with --price MODEL=IN,OUT (USD per million input and output tokens, e.g. --price ${unpriced[0]}=0.5,2) or the prices option.`,
+  );
 }
 
 function normalizeInput(input: CompletionInput): { context: unknown; query: string | undefined; signal: AbortSignal | undefined } {

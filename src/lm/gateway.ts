@@ -32,7 +32,7 @@ export interface ModelGatewayOptions {
   /** Why the calls are made, reported in events: the root model's turns, or sub-calls from code. */
   purpose?: 'root' | 'sub';
   /** Checks run before and after every call (run limits); throwing stops the call. */
-  guard?: { beforeCall(): void; afterCall(): void };
+  guard?: { beforeCall(model: string): void; afterCall(): void };
   /** Aborts every call made through this gateway (the run's signal). */
   signal?: AbortSignal;
 }
@@ -72,16 +72,20 @@ export class ModelGateway {
     onEvent?.({ type: 'llm-call-start', ...base });
     const started = performance.now();
     let response: ChatResponse;
+    let inFlight = false;
     try {
       response = await scheduler.run(
         request.model,
         () => {
-          guard?.beforeCall();
+          guard?.beforeCall(request.model);
+          inFlight = true;
           return models.getModel(request.model).chat({ ...request, signal });
         },
         signal,
       );
     } catch (error) {
+      // A call cut off in flight may still be billed for its prompt: count that, so a budget errs high.
+      if (inFlight && signal?.aborted) usage.record(request.model, { inputTokens: estimateTokens(request.messages), outputTokens: 0 });
       const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
       onEvent?.({ type: 'llm-call-end', ...base, durationMs: performance.now() - started, error: { name, message } });
       throw error;
@@ -91,4 +95,9 @@ export class ModelGateway {
     guard?.afterCall();
     return response;
   }
+}
+
+/** About four characters per token: a rough count of what a prompt costs. */
+function estimateTokens(messages: ChatRequest['messages']): number {
+  return Math.ceil(JSON.stringify(messages).length / 4);
 }

@@ -44,9 +44,16 @@ export function resolveModelProvider(options: {
   provider?: ModelProvider | undefined;
   baseURL?: string | undefined;
   apiKey?: string | undefined;
+  requestTimeoutMs?: number | undefined;
+  idleTimeoutMs?: number | undefined;
 }): ModelProvider {
   if (options.languageModel) return singleModelProvider(options.languageModel);
   if (options.provider) return options.provider;
   if (!options.baseURL && !options.apiKey && defaultProvider) return defaultProvider();
-  return openAIProvider({ ...(options.baseURL && { baseURL: options.baseURL }), ...(options.apiKey && { apiKey: options.apiKey }) });
+  return openAIProvider({
+    ...(options.baseURL && { baseURL: options.baseURL }),
+    ...(options.apiKey && { apiKey: options.apiKey }),
+    ...(options.requestTimeoutMs && { timeoutMs: options.requestTimeoutMs }),
+    ...(options.idleTimeoutMs && { idleTimeoutMs: options.idleTimeoutMs }),
+  });
 }

@@ -47,6 +47,10 @@ export class UsageTracker {
     this.parent?.record(model, usage);
   }
 
+  hasPrice(model: string): boolean {
+    return findPrice(model, this.prices) !== undefined;
+  }
+
   /** USD for one call's usage, or null when the model has no known price. */
   costOf(model: string, usage: TokenUsage): number | null {
     const price = findPrice(model, this.prices);

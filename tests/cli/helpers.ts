@@ -1,0 +1,37 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { packageRoot } from '../../src/paths.js';
+
+export const BIN = join(packageRoot(), 'bin', 'rlm.js');
+export const scratch = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
+export const repl = (code: string) => '```repl\n' + code + '\n```';
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `rlm` binary with an environment holding only PATH and HOME (no API key). */
+export function runCli(args: string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const env = { PATH: process.env.PATH ?? '', HOME: scratch, ...options.env };
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.stdin ?? '');
+  });
+}
+
+/** Writes a file in the test's scratch folder and returns its path. */
+export function scratchFile(name: string, content: string): string {
+  const path = join(scratch, name);
+  writeFileSync(path, content);
+  return path;
+}
