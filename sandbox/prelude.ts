@@ -420,6 +420,11 @@ export function install(host: HostReference, limitsJson: string) {
   // Atomics.wait would park the isolate thread outside any timeout's reach; nothing in a
   // single-threaded sandbox needs it.
   ObjectDefineProperty(Atomics, 'wait', dataDescriptor(undefined, FROZEN));
+  // The garbage collector, exposed by the worker's --expose-gc, is the prelude's: the worker runs it
+  // after a block that left the heap nearly full. Model code has no use for it.
+  // (V8 makes it non-configurable, so it is emptied rather than deleted.)
+  const collectGarbage = (globalObject as { gc?: () => void }).gc;
+  (globalObject as { gc?: unknown }).gc = undefined;
   // WebAssembly memories live outside the isolate's heap limit (two of them took a worker far past
   // a 64 MB limit), and nothing model code does needs them.
   delete (globalObject as { WebAssembly?: unknown }).WebAssembly;
@@ -584,6 +589,9 @@ export function install(host: HostReference, limitsJson: string) {
       outcome = { state: 'pending' };
     },
     collect,
+    collectGarbage() {
+      collectGarbage?.();
+    },
   });
 }
 

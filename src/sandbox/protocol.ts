@@ -44,7 +44,8 @@ export type WorkerEvent =
   | {
       type: 'executed';
       id?: number;
-      outcome: 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled-rejection';
+      /** `memory-full`: the block ended, but left the heap nearly full (see heapLeftFull in worker.ts). */
+      outcome: 'completed' | 'timeout' | 'memory' | 'memory-full' | 'compile-error' | 'unhandled-rejection';
       failure?: string | undefined;
       result?: string;
     }

@@ -83,7 +83,7 @@ const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const REPORTED_PROBLEMS = 5;
 const PROBLEM_CHARS = 200;
 
-type ResetReason = 'memory' | 'crashed' | 'unresponsive' | 'resident-memory';
+type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'unresponsive' | 'resident-memory';
 
 /**
  * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate inside its own
@@ -328,6 +328,7 @@ export class Sandbox {
       }
       if (reply.type !== 'executed') throw new SandboxError('sandbox_protocol_error', `Unexpected reply ${reply.type} to execute`);
       if (reply.outcome === 'memory') return this.resetResult('memory', elapsed());
+      if (reply.outcome === 'memory-full') return this.heapFullResult(reply, elapsed());
       return this.blockResult(reply, elapsed());
     } catch (error) {
       if (signal?.aborted && error === signal.reason) {
@@ -387,12 +388,22 @@ export class Sandbox {
     }
   }
 
-  private resetResult(reason: ResetReason, durationMs: number): ExecuteResult {
+  /** The block's own report, then a reset blamed on it: it left the heap too full for the next block. */
+  private heapFullResult(reply: Extract<Reply, { type: 'executed' }>, durationMs: number): ExecuteResult {
+    const { stdout } = this.blockResult({ ...reply, outcome: 'completed' }, durationMs);
+    return { ...this.resetResult('memory-full', durationMs, reply.failure), stdout };
+  }
+
+  private resetResult(reason: ResetReason, durationMs: number, detail = ''): ExecuteResult {
     this.discardWorker();
     this.lastVariables = [];
     const lost = 'The sandbox was reset: every variable was lost (context is still loaded). Rebuild the state you need in smaller steps.';
     const messages: Record<ResetReason, [string, string]> = {
       memory: ['MemoryLimitError', `The block used more than the sandbox memory limit (${this.options.memoryLimitMb} MB). ${lost}`],
+      'memory-full': [
+        'MemoryLimitError',
+        `The block left the sandbox's memory nearly full (${detail} still in use after it ended), so the next block would fail. Keep less in variables. ${lost}`,
+      ],
       'resident-memory': ['MemoryLimitError', `The sandbox process grew far past its memory limit (${this.options.memoryLimitMb} MB heap). ${lost}`],
       crashed: ['SandboxCrashedError', `The sandbox process stopped while running the block (usually memory exhaustion). ${lost}`],
       unresponsive: ['TimeoutError', `The block ran past the ${formatDuration(this.options.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`],

@@ -50,7 +50,8 @@ export class WorkerProcess {
     if (!existsSync(script)) {
       throw new SandboxError('sandbox_start_failed', `the sandbox worker is not built (${script} is missing): run "npm run build"`);
     }
-    this.child = spawn(process.execPath, ['--no-node-snapshot', script], {
+    // --expose-gc gives each isolate a gc() the prelude keeps for itself (see heapLeftFull in worker.ts).
+    this.child = spawn(process.execPath, ['--no-node-snapshot', '--expose-gc', script], {
       // The worker needs nothing from the host's environment, and API keys must not be in it.
       env: {},
       // 3: worker -> host frames, 4: host -> worker frames, 5: doorbell rung after each host-call reply

@@ -25,6 +25,8 @@ const TO_HOST_FD = 3;
 const FROM_HOST_FD = 4;
 const DOORBELL_FD = 5;
 const SPIN_MS = 2;
+/** Share of the heap limit still in use after a block and a full collection that counts as full. */
+const HEAP_FULL_SHARE = 0.9;
 /** Large replies (batched answers, big documents) arrive in few reads. */
 const READ_BYTES = 1 << 20;
 
@@ -36,7 +38,7 @@ const doorbellBuffer = Buffer.allocUnsafe(64);
 
 let isolate: ivm.Isolate | undefined;
 let context: ivm.Context | undefined;
-let controller: Record<'setGlobal' | 'setTools' | 'beginBlock' | 'collect', ivm.Reference<Function>> | undefined;
+let controller: Record<'setGlobal' | 'setTools' | 'beginBlock' | 'collect' | 'collectGarbage', ivm.Reference<Function>> | undefined;
 let nextHostCallId = 1;
 let maxHostCallChars = 0;
 
@@ -140,6 +142,7 @@ function init(command: Extract<WorkerCommand, { type: 'init' }>) {
     setTools: method('setTools'),
     beginBlock: method('beginBlock'),
     collect: method('collect'),
+    collectGarbage: method('collectGarbage'),
   };
 }
 
@@ -180,7 +183,25 @@ function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract
   const result = controller!.collect.applySync(undefined, [hasResult && outcome === 'completed'], {
     timeout: Math.max(timeoutMs, 1_000),
   }) as string;
+  const full = heapLeftFull(timeoutMs);
+  if (full) return { type: 'executed', outcome: 'memory-full', failure: full, result };
   return { type: 'executed', outcome, failure, result };
+}
+
+/**
+ * A block that leaves the heap nearly full (its data, or an allocation cut short by the timeout)
+ * makes the next block fail, however innocent. Checked after every block: over the threshold, the
+ * garbage is collected and the heap measured again; still over, the block is reported as the one
+ * that filled the sandbox. Returns "N of M MB" then, else undefined.
+ */
+function heapLeftFull(timeoutMs: number): string | undefined {
+  const full = () => {
+    const { used_heap_size: used, heap_size_limit: limit } = isolate!.getHeapStatisticsSync();
+    return used > HEAP_FULL_SHARE * limit ? `${Math.round(used / 2 ** 20)} of ${Math.round(limit / 2 ** 20)} MB` : undefined;
+  };
+  if (!full()) return undefined;
+  controller!.collectGarbage.applySync(undefined, [], { timeout: Math.max(timeoutMs, 1_000) });
+  return full();
 }
 
 function errorText(error: unknown): string {

@@ -156,3 +156,29 @@ describe('session names', () => {
     );
   });
 });
+
+describe('a memory reset is blamed on the block that caused it', () => {
+  it('resets after the block that left the heap nearly full, not during the next one', async () => {
+    const sandbox = await createSandbox({ memoryLimitMb: 64, blockTimeoutMs: 5_000 });
+    const filling = await sandbox.execute('var keep = []; for (let i = 0; i < 60; i++) keep.push(new Array(131072).fill(i)); print(keep.length)');
+    expect(filling.stdout).toBe('60\n');
+    expect(filling.reset).toBe(true);
+    expect(filling.error?.name).toBe('MemoryLimitError');
+    expect(filling.error?.message).toMatch(/^The block left the sandbox's memory nearly full \(\d+ of \d+ MB still in use after it ended\)/);
+    const next = await sandbox.execute('const more = new Array(6 * 131072).fill(1); print(more.length)');
+    expect(next.error).toBeUndefined();
+    expect(next.stdout).toBe('786432\n');
+  });
+
+  it('never blames an innocent block after an allocating loop timed out', async () => {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const sandbox = await createSandbox({ memoryLimitMb: 64, blockTimeoutMs: 1_000 });
+      const loop = await sandbox.execute('var keep = []; while (true) keep.push("x".repeat(100) + Math.random())');
+      expect(loop.error?.name).toMatch(/TimeoutError|MemoryLimitError/);
+      const innocent = await sandbox.execute('print(1 + 1)');
+      expect(innocent.error).toBeUndefined();
+      expect(innocent.stdout).toBe('2\n');
+      await sandbox.dispose();
+    }
+  });
+});
