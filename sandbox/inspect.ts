@@ -33,6 +33,7 @@ import {
   WeakSetPrototypeDelete,
   WeakSetPrototypeHas,
   descriptorValue,
+  ifBrand,
   isError,
   newList,
 } from './primordials.js';
@@ -61,9 +62,9 @@ export function describeType(value: unknown): string {
   if (typeof value === 'function') return 'function';
   if (typeof value !== 'object') return typeof value;
   try {
-    const mapSize = sizeOfMap(value);
+    const mapSize = ifBrand(MapPrototypeGetSize, value);
     if (mapSize !== undefined) return `Map(${mapSize})`;
-    const setSize = sizeOfSet(value);
+    const setSize = ifBrand(SetPrototypeGetSize, value);
     if (setSize !== undefined) return `Set(${setSize})`;
     return constructorName(value) ?? 'object';
   } catch {
@@ -89,48 +90,17 @@ function constructorName(value: object): string | undefined {
   return name.length > MAX_NAME_CHARS ? `${StringPrototypeSlice(name, 0, MAX_NAME_CHARS)}...` : name;
 }
 
-// Brand checks through captured getters: they throw for anything that is not a real Map or Set,
-// whatever its prototype chain or Symbol.hasInstance say.
-function sizeOfMap(value: object): number | undefined {
-  try {
-    return MapPrototypeGetSize(value as Map<unknown, unknown>);
-  } catch {
-    return undefined;
-  }
-}
-
-function sizeOfSet(value: object): number | undefined {
-  try {
-    return SetPrototypeGetSize(value as Set<unknown>);
-  } catch {
-    return undefined;
-  }
-}
-
 function dateText(value: object): string | undefined {
-  let time: number;
-  try {
-    time = DatePrototypeGetTime(value as Date);
-  } catch {
-    return undefined;
-  }
+  const time = ifBrand(DatePrototypeGetTime, value);
+  if (time === undefined) return undefined;
   return time === time ? DatePrototypeToISOString(value as Date) : 'Invalid Date';
 }
 
 function regExpText(value: object): string | undefined {
-  let source: string;
-  try {
-    source = RegExpPrototypeGetSource(value as RegExp);
-  } catch {
-    return undefined;
-  }
-  let flags = '';
-  try {
-    flags = RegExpPrototypeGetFlags(value as RegExp);
-  } catch {
-    // flags reads properties model code may have replaced with throwing getters
-  }
-  return `/${source}/${flags}`;
+  const source = ifBrand(RegExpPrototypeGetSource, value);
+  if (source === undefined) return undefined;
+  // flags reads properties model code may have replaced with throwing getters
+  return `/${source}/${ifBrand(RegExpPrototypeGetFlags, value) ?? ''}`;
 }
 
 function isIdentifier(key: string): boolean {
@@ -225,13 +195,13 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
         ArrayPrototypePush(entries, descriptor ? formatProperty(descriptor, child) : '<empty>');
       }
       if (array.length > shown) ArrayPrototypePush(entries, `... ${array.length - shown} more items`);
-    } else if (sizeOfMap(object) !== undefined) {
-      prefix = `Map(${sizeOfMap(object)}) `;
+    } else if (ifBrand(MapPrototypeGetSize, object) !== undefined) {
+      prefix = `Map(${ifBrand(MapPrototypeGetSize, object)}) `;
       MapPrototypeForEach(object as Map<unknown, unknown>, (item, key) => {
         if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, `${child(key)} => ${child(item)}`);
       });
-    } else if (sizeOfSet(object) !== undefined) {
-      prefix = `Set(${sizeOfSet(object)}) `;
+    } else if (ifBrand(SetPrototypeGetSize, object) !== undefined) {
+      prefix = `Set(${ifBrand(SetPrototypeGetSize, object)}) `;
       SetPrototypeForEach(object as Set<unknown>, (item) => {
         if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, child(item));
       });

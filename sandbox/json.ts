@@ -20,6 +20,7 @@ import {
   WeakSetPrototypeAdd,
   WeakSetPrototypeDelete,
   WeakSetPrototypeHas,
+  ifBrand,
   newList,
 } from './primordials.js';
 
@@ -114,13 +115,9 @@ class JsonWriter {
   }
 }
 
-/** The ISO text of a real Date (a brand check: getTime throws for anything else), or undefined. */
+/** The ISO text of a real Date, as JSON.stringify writes it, or undefined for anything else. */
 function dateText(object: object): string | undefined {
-  let time: number;
-  try {
-    time = DatePrototypeGetTime(object as Date);
-  } catch {
-    return undefined;
-  }
+  const time = ifBrand(DatePrototypeGetTime, object);
+  if (time === undefined) return undefined;
   return time === time ? (JSONStringify(DatePrototypeToISOString(object as Date)) as string) : 'null';
 }

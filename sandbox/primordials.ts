@@ -124,6 +124,18 @@ export function descriptorValue(descriptor: PropertyDescriptor | undefined): { f
   return { found: true, value: descriptor.value };
 }
 
+/**
+ * Calls a captured method that throws for any other kind of object (Map size, Date time, RegExp
+ * source): a brand check no prototype change can fool. Undefined for anything else.
+ */
+export function ifBrand<T, R>(method: (value: T) => R, value: unknown): R | undefined {
+  try {
+    return method(value as T);
+  } catch {
+    return undefined;
+  }
+}
+
 export function isError(value: unknown): value is Error {
   return value !== null && typeof value === 'object' && FunctionPrototypeHasInstance(ErrorCtor, value);
 }

@@ -108,18 +108,7 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
       sendJson(outgoing, 500, { error: { message: `fake server: no reply scripted for request #${index + 1}`, type: 'server_error' } });
       return;
     }
-    if (typeof reply === 'object' && 'fault' in reply) {
-      answerWithFault(outgoing, reply, String(body.model ?? 'fake-model'), Boolean(body.stream), ++counter);
-      return;
-    }
-    if (typeof reply === 'object' && 'status' in reply) {
-      sendJson(outgoing, reply.status, { error: { type: 'error', ...(reply.error ?? { message: `status ${reply.status}` }) } }, reply.headers);
-      return;
-    }
-    const answer = normalize(reply, ++counter);
-    const model = String(body.model ?? 'fake-model');
-    if (body.stream) streamAnswer(outgoing, answer, model, Boolean((body.stream_options as { include_usage?: boolean })?.include_usage));
-    else sendJson(outgoing, 200, completion(answer, model));
+    answer(outgoing, reply, body, ++counter);
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -136,6 +125,17 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
         server.close(() => resolve());
       }),
   };
+}
+
+function answer(outgoing: ServerResponse, reply: FakeReply, body: FakeRequest['body'], counter: number): void {
+  const model = String(body.model ?? 'fake-model');
+  if (typeof reply === 'object' && 'fault' in reply) return answerWithFault(outgoing, reply, model, Boolean(body.stream), counter);
+  if (typeof reply === 'object' && 'status' in reply) {
+    return sendJson(outgoing, reply.status, { error: { type: 'error', ...(reply.error ?? { message: `status ${reply.status}` }) } }, reply.headers);
+  }
+  const normalized = normalize(reply, counter);
+  if (body.stream) streamAnswer(outgoing, normalized, model, Boolean((body.stream_options as { include_usage?: boolean })?.include_usage));
+  else sendJson(outgoing, 200, completion(normalized, model));
 }
 
 interface Answer {
