@@ -1,5 +1,5 @@
 import type { ModelCallEvent } from '../lm/gateway.js';
-import type { ChatMessage } from '../lm/types.js';
+import type { ChatMessage, ToolCall } from '../lm/types.js';
 import type { UsageSummary } from '../lm/usage.js';
 import type { ExecuteResult } from '../sandbox/sandbox.js';
 
@@ -46,6 +46,8 @@ export interface IterationRecord {
   codeBlocks: CodeBlockRecord[];
   finalAnswer: string | null;
   durationMs: number;
+  /** Calls of the root model to tools of the caller, handed back in this turn (ids as the caller saw them). */
+  callerToolCalls?: ToolCall[];
 }
 
 export interface RunInfo {
@@ -66,6 +68,7 @@ export type RlmEvent =
   | (RunInfo & { type: 'tool-call-end'; callId: string; toolName: string; result?: string; error?: string; durationMs: number })
   | (RunInfo & { type: 'subcall-start'; childRunId: string; model: string; promptPreview: string })
   | (RunInfo & { type: 'subcall-end'; childRunId: string; model: string; durationMs: number; error?: string })
+  | (RunInfo & { type: 'caller-tool-calls'; calls: ToolCall[] })
   | (RunInfo & { type: 'final'; answer: string; source: 'code' | 'text' | 'forced' })
   | (RunInfo & { type: 'run-end'; result: RlmResult })
   | (RunInfo & { type: 'error'; error: { name: string; code?: string; message: string } });

@@ -16,6 +16,7 @@ import { ToolRegistry } from '../tools/registry.js';
 import { loadSetupCode, loadSetupFiles } from '../tools/setup-files.js';
 import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
 import { RunFailedError, RunLimitError, TreeBudget, type RunFailureDetails } from './limits.js';
+import type { CallerTools } from './caller-tools.js';
 import { Run, type RunSettings, type SessionState } from './run.js';
 import { TrajectoryLogger } from './trajectory.js';
 
@@ -89,8 +90,11 @@ const rlmOptionsSchema = z.object({
 export type RLMOptions = z.input<typeof rlmOptionsSchema>;
 export type { SetupCode } from '../tools/setup-files.js';
 
-/** What to answer: a context to explore and a question about it. A plain string is the context. */
-export type CompletionInput = string | { context?: unknown; query?: string; signal?: AbortSignal };
+/**
+ * What to answer: a context to explore and a question about it. A plain string is the context.
+ * `callerTools` are tools the caller runs itself: their calls are handed back and awaited.
+ */
+export type CompletionInput = string | { context?: unknown; query?: string; signal?: AbortSignal; callerTools?: CallerTools };
 
 /**
  * A Recursive Language Model: answers a query about a context of any size by letting the root model
@@ -160,18 +164,18 @@ export class RLM {
 
   /** @internal Starts a run (of a session, when `session` is given) and returns its events. */
   startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
-    const { context, query, signal } = normalizeInput(input);
+    const { context, query, signal, callerTools } = normalizeInput(input);
     const usage = new UsageTracker(this.prices());
     const budget = new TreeBudget(this.options, usage, signal);
     // A consumer that stops reading (`break`) cancels the run: nobody would see its result.
     const channel = new EventChannel<RlmEvent>(() => budget.stop(new Error('the event stream was closed before the run ended')));
-    void this.runTree({ context, query, signal }, { session, usage, budget, channel });
+    void this.runTree({ context, query, signal, callerTools }, { session, usage, budget, channel });
     return channel;
   }
 
   /** Runs the root run of one tree to its end, reporting into `channel`; never throws. */
   private async runTree(
-    input: { context: unknown; query: string | undefined; signal: AbortSignal | undefined },
+    input: { context: unknown; query: string | undefined; signal: AbortSignal | undefined; callerTools: CallerTools | undefined },
     tree: { session: SessionState | undefined; usage: UsageTracker; budget: TreeBudget; channel: EventChannel<RlmEvent> },
   ): Promise<void> {
     const { session, usage, budget, channel } = tree;
@@ -191,7 +195,7 @@ export class RLM {
         onRequest: this.options.onRequest,
         childQueues: new KeyedQueues<number>(settings.maxConcurrentChildren),
       };
-      run = new Run(runTree, gateway, 0, settings.rootModel, { logger, onIteration: this.options.onIteration, ...(session && { session }) });
+      run = new Run(runTree, gateway, 0, settings.rootModel, { logger, onIteration: this.options.onIteration, callerTools: input.callerTools, ...(session && { session }) });
       const { runId } = run;
       const outcome = await run.complete({ context: input.context, query: input.query });
       if (session) session.lastMessages = outcome.messages;
@@ -289,8 +293,8 @@ function requirePrices(models: string[], prices: PriceTable): void {
   );
 }
 
-function normalizeInput(input: CompletionInput): { context: unknown; query: string | undefined; signal: AbortSignal | undefined } {
-  if (typeof input === 'string') return { context: input, query: undefined, signal: undefined };
+function normalizeInput(input: CompletionInput): { context: unknown; query: string | undefined; signal: AbortSignal | undefined; callerTools: CallerTools | undefined } {
+  if (typeof input === 'string') return { context: input, query: undefined, signal: undefined, callerTools: undefined };
   if (input === null || typeof input !== 'object') throw new ConfigurationError('completion() takes a string or { context, query }');
-  return { context: input.context ?? '', query: input.query, signal: input.signal };
+  return { context: input.context ?? '', query: input.query, signal: input.signal, callerTools: input.callerTools };
 }

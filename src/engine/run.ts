@@ -3,7 +3,9 @@ import type { ModelCallEvent, ModelGateway } from '../lm/gateway.js';
 import type { KeyedQueues } from '../lm/scheduler.js';
 import { ToolError } from '../errors.js';
 import { toolOutputText } from '../lm/tool-text.js';
-import type { ChatMessage, ChatRequest, ChatResponse } from '../lm/types.js';
+import { unknownToolMessage } from '../lm/tool-arguments.js';
+import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse, type ToolCall } from '../lm/types.js';
+import type { CallerTools } from './caller-tools.js';
 import type { HostCall } from '../sandbox/protocol.js';
 import { Sandbox, type ExecuteResult, type SandboxOptions } from '../sandbox/sandbox.js';
 import { ToolExecutor } from '../tools/executor.js';
@@ -75,6 +77,8 @@ export interface RunPlacement {
   session?: SessionState;
   /** For a child run: the parent block's signal, so the child stops when that block does. */
   parentSignal?: AbortSignal;
+  /** Tools of the caller, handed back for it to run (the root run of a request to `rlm serve`). */
+  callerTools?: CallerTools | undefined;
 }
 
 /** An event as a run reports it; the tree adds the run's id and depth. */
@@ -83,7 +87,8 @@ export type RunEventInput = DistributiveOmit<RlmEvent, 'runId' | 'depth'>;
 /** How one root-model turn ended: the run loop switches on `type`. */
 type TurnOutcome =
   | { type: 'final'; reply: string; answer: string; source: 'code' | 'text'; record: IterationRecord }
-  | { type: 'continue'; reply: string; record: IterationRecord; outputs: ChatMessage[]; notes: string[]; codeFailed: boolean };
+  | { type: 'continue'; reply: string; record: IterationRecord; outputs: ChatMessage[]; notes: string[]; codeFailed: boolean }
+  | { type: 'caller-tools'; reply: string; record: IterationRecord; calls: ToolCall[] };
 
 interface TurnInput {
   index: number;
@@ -103,6 +108,7 @@ export class Run implements ParentRun {
   private readonly toolExecutor: ToolExecutor;
   private bestPartial: string | undefined;
   private codeHasRun = false;
+  private callerCalls = 0;
 
   /** The best answer the run had so far, should it stop now (see partialAnswerOf). */
   get partialAnswer(): string | undefined {
@@ -140,16 +146,21 @@ export class Run implements ParentRun {
         const outcome = await this.takeTurn({ index, conversation, notes, query: input.query, signal, sandboxReady });
         trajectory.push(outcome.record);
         await this.reportIteration(outcome.record);
-        conversation.push({ role: 'assistant', content: outcome.reply });
         switch (outcome.type) {
           case 'final':
+            conversation.push({ role: 'assistant', content: outcome.reply });
             this.emit({ type: 'final', answer: outcome.answer, source: outcome.source });
             return { response: outcome.answer, forced: false, iterations: index, trajectory, messages: conversation };
           case 'continue':
+            conversation.push({ role: 'assistant', content: outcome.reply });
             errorStreak = outcome.codeFailed ? errorStreak + 1 : 0;
             this.checkErrorStreak(errorStreak);
             conversation.push(...outcome.outputs);
             notes = outcome.notes;
+            break;
+          case 'caller-tools':
+            conversation.push(...(await this.callCallerTools(outcome.reply, outcome.calls, signal)));
+            notes = [];
             break;
         }
       }
@@ -167,7 +178,12 @@ export class Run implements ParentRun {
   private async takeTurn(turn: TurnInput): Promise<TurnOutcome> {
     const started = performance.now();
     const prompt: ChatMessage[] = [...turn.conversation, { role: 'user', content: turnPrompt(turn.index, turn.query, turn.notes) }];
-    const reply = await this.askRoot(prompt, turn.signal);
+    const { reply, toolCalls } = await this.askRoot(prompt, turn.signal);
+    if (toolCalls.length > 0 && this.placement.callerTools) {
+      const calls = toolCalls.map((call) => ({ ...call, id: this.nextCallerCallId() }));
+      const record: IterationRecord = { index: turn.index, prompt, response: reply, codeBlocks: [], finalAnswer: null, durationMs: performance.now() - started, callerToolCalls: calls };
+      return { type: 'caller-tools', reply, record, calls };
+    }
     const parsed = parseReply(reply);
     const sandbox = parsed.blocks.length > 0 || parsed.textFinal ? await turn.sandboxReady : undefined;
     const codeBlocks = await this.runBlocks(sandbox, parsed.blocks, turn.index, turn.signal);
@@ -189,11 +205,42 @@ export class Run implements ParentRun {
     return { type: 'continue', reply, record, outputs, notes, codeFailed: codeBlocks.some((block) => block.result.error) };
   }
 
-  private async askRoot(messages: ChatMessage[], signal: AbortSignal): Promise<string> {
-    const reply = (await this.gateway.with({ purpose: 'root' }).chat({ model: this.rootModel, messages, signal })).content ?? '';
+  /** One root-model call; the caller's tools, if any, are offered as native tools. */
+  private async askRoot(messages: ChatMessage[], signal: AbortSignal): Promise<{ reply: string; toolCalls: ToolCall[] }> {
+    const callerTools = this.placement.callerTools;
+    const response = await this.gateway.with({ purpose: 'root' }).chat({
+      model: this.rootModel,
+      messages,
+      signal,
+      ...(callerTools && callerTools.specs.length > 0 && { tools: callerTools.specs, ...(callerTools.toolChoice && { toolChoice: callerTools.toolChoice }) }),
+    });
+    const reply = response.content ?? '';
     this.bestPartial = partialAnswerOf(reply) ?? this.bestPartial;
     signal.throwIfAborted(); // a limit crossed by this very call
-    return reply;
+    return { reply, toolCalls: response.toolCalls };
+  }
+
+  /**
+   * The root model called tools of the caller: hand them back and wait for the results, then
+   * continue the conversation with them. Calls to tools the caller does not have are answered here.
+   */
+  private async callCallerTools(reply: string, calls: ToolCall[], signal: AbortSignal): Promise<ChatMessage[]> {
+    const callerTools = this.placement.callerTools!;
+    const known = new Set(callerTools.specs.map((spec) => spec.function.name));
+    const handedBack = calls.filter((call) => known.has(call.name));
+    this.emit({ type: 'caller-tool-calls', calls: handedBack });
+    const outputs = handedBack.length > 0 ? await callerTools.call(handedBack, signal) : [];
+    signal.throwIfAborted();
+    const outputById = new Map(handedBack.map((call, index) => [call.id, outputs[index] ?? '']));
+    return [
+      { role: 'assistant', content: reply || null, tool_calls: calls.map(toolCallMessage) },
+      ...calls.map((call): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content: outputById.get(call.id) ?? `Error: ${unknownToolMessage(call.name, known)}` })),
+    ];
+  }
+
+  /** Ids the caller sees: unique in this run, whatever ids the upstream model chose. */
+  private nextCallerCallId(): string {
+    return `call_${this.runId.slice(0, 8)}_${++this.callerCalls}`;
   }
 
   /**
@@ -205,7 +252,7 @@ export class Run implements ParentRun {
     const { maxIterations } = this.tree.settings;
     const started = performance.now();
     const prompt: ChatMessage[] = [...conversation, { role: 'user', content: forceFinalPrompt() }];
-    const reply = await this.askRoot(prompt, signal);
+    const { reply } = await this.askRoot(prompt, signal);
     const parsed = parseReply(reply);
     const codeBlocks = parsed.blocks.length > 0 ? await this.runBlocks(await sandboxReady, parsed.blocks, maxIterations + 1, signal) : [];
     const answer = codeBlocks.at(-1)?.result.final ?? (await this.forcedText(parsed, sandboxReady, signal));
@@ -321,7 +368,7 @@ export class Run implements ParentRun {
     const canRecurse = this.depth + 1 < settings.maxDepth;
     const services = {
       ...(canRecurse && { runChildren: (call: ChildCall, signal: AbortSignal, scope: BlockScope) => runChildren(this, call, signal, scope.subcalls) }),
-      ...(settings.tools.size > 0 && { callTool: (call: ToolCall, signal: AbortSignal, scope: BlockScope) => this.callTool(call, signal, scope) }),
+      ...(settings.tools.size > 0 && { callTool: (call: ToolHostCall, signal: AbortSignal, scope: BlockScope) => this.callTool(call, signal, scope) }),
     };
     const sandbox = await Sandbox.create({
       ...settings.sandbox,
@@ -366,7 +413,7 @@ export class Run implements ParentRun {
   }
 
   /** A host tool called from model code; a failed call becomes an error the code can catch. */
-  private async callTool(call: ToolCall, signal: AbortSignal, scope: BlockScope): Promise<unknown> {
+  private async callTool(call: ToolHostCall, signal: AbortSignal, scope: BlockScope): Promise<unknown> {
     const callId = randomUUID();
     this.emit({ type: 'tool-call-start', callId, toolName: call.name, arguments: call.arguments });
     const result = await this.toolExecutor.executeOne({ callId, name: call.name, arguments: call.arguments }, { signal, invocationId: this.runId });
@@ -412,7 +459,7 @@ export class Run implements ParentRun {
 }
 
 type ChildCall = Extract<HostCall, { kind: 'rlm_query' | 'rlm_query_batched' }>;
-type ToolCall = Extract<HostCall, { kind: 'tool_call' }>;
+type ToolHostCall = Extract<HostCall, { kind: 'tool_call' }>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 function transpile(code: string): { code: string } | { error: { name: string; message: string; stack: string } } {

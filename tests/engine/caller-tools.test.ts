@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { RLM, type ChatMessage, type ToolCall } from '../../src/index.js';
+import { ScriptedModel } from '../../src/testing.js';
+import { repl } from './helpers.js';
+
+const searchSpec = { type: 'function' as const, function: { name: 'search_database', description: 'Search', parameters: { type: 'object', properties: { query: { type: 'string' } } } } };
+
+describe('tools of the caller, called by the root model', () => {
+  it('hands the calls back, waits for the results, and goes on with them', async () => {
+    const root = new ScriptedModel([
+      { content: 'Let me search.', toolCalls: [{ id: 'upstream-1', name: 'search_database', arguments: { query: 'refunds' } }, { id: 'upstream-1', name: 'no_such_tool', arguments: {} }] },
+      repl('print(1)'),
+      'FINAL(3 refunds)',
+    ]);
+    const handedBack: ToolCall[][] = [];
+    const rlm = new RLM({ model: 'root', languageModel: root });
+    const result = await rlm.completion({
+      context: 'c',
+      query: 'How many refunds?',
+      callerTools: {
+        specs: [searchSpec],
+        call: async (calls) => {
+          handedBack.push(calls);
+          return calls.map(() => '{"rows": 3}');
+        },
+      },
+    });
+    expect(result.response).toBe('3 refunds');
+    expect(handedBack).toHaveLength(1);
+    expect(handedBack[0]).toEqual([{ id: expect.stringMatching(/^call_[0-9a-f]{8}_1$/), name: 'search_database', arguments: '{"query":"refunds"}' }]);
+    expect(root.calls[0]!.tools).toEqual([searchSpec]);
+    // The next root call sees its own tool calls (with the ids the caller saw) and the results.
+    const messages = root.calls[1]!.messages as ChatMessage[];
+    const assistant = messages.find((message) => message.role === 'assistant') as Extract<ChatMessage, { role: 'assistant' }>;
+    expect(assistant.tool_calls?.map((call) => call.id)).toEqual([handedBack[0]![0]!.id, expect.stringMatching(/^call_/)]);
+    const toolMessages = messages.filter((message) => message.role === 'tool') as Extract<ChatMessage, { role: 'tool' }>[];
+    expect(toolMessages.map((message) => message.content)).toEqual(['{"rows": 3}', 'Error: Unknown tool "no_such_tool". Available tools: search_database.']);
+    expect(result.trajectory[0]!.callerToolCalls).toHaveLength(2);
+  });
+
+  it('stops waiting when the run is cancelled', async () => {
+    const root = new ScriptedModel([{ content: null, toolCalls: [{ name: 'search_database', arguments: {} }] }]);
+    const controller = new AbortController();
+    const started = Date.now();
+    const run = new RLM({ model: 'root', languageModel: root }).completion({
+      context: 'c',
+      signal: controller.signal,
+      callerTools: { specs: [searchSpec], call: (_calls, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))) },
+    });
+    setTimeout(() => controller.abort(new Error('client went away')), 100);
+    await expect(run).rejects.toThrow('client went away');
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+});
