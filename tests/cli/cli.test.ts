@@ -1,10 +1,11 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
+import { eventually, isRunning, killSurvivors, workersOnceOneSpins } from '../processes.js';
 
 const BIN = join(packageRoot(), 'bin', 'rlm.js');
 const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
@@ -35,10 +36,16 @@ interface CliResult {
   stderr: string;
 }
 
-function rlm(args: string[], options: { stdin?: string; env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const env = { PATH: process.env.PATH ?? '', HOME: folder, ...options.env };
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+interface CliOptions {
+  stdin?: string;
+  env?: Record<string, string>;
+  onStderr?: (text: string, child: ChildProcess) => void;
+}
+
+function startRlm(args: string[], options: CliOptions = {}): { child: ChildProcess; result: Promise<CliResult> } {
+  const env = { PATH: process.env.PATH ?? '', HOME: folder, ...options.env };
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const result = new Promise<CliResult>((resolve, reject) => {
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -48,9 +55,12 @@ function rlm(args: string[], options: { stdin?: string; env?: Record<string, str
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.stdin ?? '');
   });
+  child.stdin.end(options.stdin ?? '');
+  return { child, result };
 }
+
+const rlm = (args: string[], options: CliOptions = {}) => startRlm(args, options).result;
 
 const base = () => ['run', '--base-url', server.baseURL, '--model', 'root', '--sub-model', 'sub'];
 const textFile = (name: string, content: string) => {
@@ -150,6 +160,24 @@ describe('rlm run --setup', () => {
     const result = await rlm([...base(), '--setup', broken, '--context', textFile('j.txt', 'x'), 'q']);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(`${broken}:2:`);
+  });
+});
+
+describe('stop signals', () => {
+  const spin = () => textFile('spin.txt', 'x');
+
+  it('leaves no sandbox worker behind when the CLI is killed with SIGKILL during a CPU-bound block', async () => {
+    rootScript = () => repl('while (true) {}');
+    const run = startRlm([...base(), '--context', spin(), '--block-timeout', '60', 'q']);
+    let workers: number[] = [];
+    try {
+      workers = await workersOnceOneSpins(run.child.pid!);
+      run.child.kill('SIGKILL');
+      await run.result;
+      expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
+    } finally {
+      killSurvivors(workers);
+    }
   });
 });
 
