@@ -1,14 +1,8 @@
 // Entry point of the `rlm` command: wires the process (argv, stdio, signals) to main().
 import { main } from './main.js';
+import { abortOnStopSignals } from './stop-signals.js';
 
-const interrupt = new AbortController();
-let interrupts = 0;
-process.on('SIGINT', () => {
-  interrupts += 1;
-  // The first Ctrl-C stops the run cleanly (sandboxes stopped, log flushed); a second one does not wait.
-  if (interrupts > 1) process.exit(130);
-  interrupt.abort(new Error('interrupted'));
-});
+const interrupt = abortOnStopSignals();
 
 const readStdin = async () => {
   if (process.stdin.isTTY) {
@@ -24,6 +18,6 @@ const code = await main(process.argv.slice(2), {
   stderr: process.stderr,
   env: process.env,
   readStdin,
-  interrupt: interrupt.signal,
+  interrupt,
 });
 process.exitCode = code;

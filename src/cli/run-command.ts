@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RunLimitError, type RLMOptions, type RlmError, type RlmResult } from '../index.js';
 import { loadContexts } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
+import { Interruption } from './stop-signals.js';
 import { EXIT, UsageError } from './usage-error.js';
 
 /** The flags of `rlm run`, as commander parses them. */
@@ -32,7 +33,7 @@ export interface CommandIo {
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
   readStdin: () => Promise<string>;
-  /** Aborted on Ctrl-C. */
+  /** Aborted on Ctrl-C or SIGTERM, with an Interruption that says which. */
   interrupt: AbortSignal;
 }
 
@@ -60,10 +61,7 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
     }
   } catch (error) {
     progress.stop();
-    if (io.interrupt.aborted) {
-      io.stderr.write('rlm: interrupted; sandboxes stopped and the log is complete up to the last iteration.\n');
-      return EXIT.interrupted;
-    }
+    if (io.interrupt.aborted) return reportInterruption(io, 'sandboxes stopped and the log is complete up to the last iteration');
     return reportFailure(error, flags, io);
   }
   progress.stop();
@@ -133,6 +131,14 @@ function readPromptFile(path: string): string {
   } catch (error) {
     throw new UsageError(`Cannot read --system-prompt file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
+}
+
+/** Says which signal stopped the run and returns the exit code it calls for. */
+function reportInterruption(io: CommandIo, outcome: string): number {
+  const reason: unknown = io.interrupt.reason;
+  const interruption = reason instanceof Interruption ? reason : undefined;
+  io.stderr.write(`rlm: ${interruption?.message ?? 'interrupted'}; ${outcome}.\n`);
+  return interruption?.exitCode ?? EXIT.interrupted;
 }
 
 /** A run that failed or hit a limit: the partial answer (if any) on stdout, flagged; exit 1. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
-import { eventually, isRunning, killSurvivors, workersOnceOneSpins } from '../processes.js';
+import { eventually, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
 
 const BIN = join(packageRoot(), 'bin', 'rlm.js');
 const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
@@ -61,6 +61,18 @@ function startRlm(args: string[], options: CliOptions = {}): { child: ChildProce
 }
 
 const rlm = (args: string[], options: CliOptions = {}) => startRlm(args, options).result;
+
+/** The CLI's result if it exits within `ms`; otherwise it is killed and the test fails. */
+async function exitWithin(run: ReturnType<typeof startRlm>, ms: number): Promise<CliResult> {
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    run.child.kill('SIGKILL');
+  }, ms);
+  const result = await run.result.finally(() => clearTimeout(timer));
+  if (timedOut) throw new Error(`the CLI did not exit within ${ms} ms:\n${result.stderr}`);
+  return result;
+}
 
 const base = () => ['run', '--base-url', server.baseURL, '--model', 'root', '--sub-model', 'sub'];
 const textFile = (name: string, content: string) => {
@@ -166,6 +178,26 @@ describe('rlm run --setup', () => {
 describe('stop signals', () => {
   const spin = () => textFile('spin.txt', 'x');
 
+  it('exits 143 on SIGTERM during a CPU-bound block, with the sandboxes stopped and the log intact', async () => {
+    rootScript = () => repl('while (true) {}');
+    const logDir = join(folder, 'terminated-logs');
+    const run = startRlm([...base(), '--context', spin(), '--block-timeout', '60', '--log-dir', logDir, 'q']);
+    let workers: number[] = [];
+    try {
+      workers = await workersOnceOneSpins(run.child.pid!);
+      run.child.kill('SIGTERM');
+      const result = await exitWithin(run, 5_000);
+      expect(result.code).toBe(143);
+      expect(result.stderr).toContain('rlm: interrupted by SIGTERM; sandboxes stopped');
+      const [log] = readdirSync(logDir);
+      const lines = readFileSync(join(logDir, log!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+      expect(lines[0].type).toBe('metadata');
+      expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
+    } finally {
+      killSurvivors(workers);
+    }
+  });
+
   it('leaves no sandbox worker behind when the CLI is killed with SIGKILL during a CPU-bound block', async () => {
     rootScript = () => repl('while (true) {}');
     const run = startRlm([...base(), '--context', spin(), '--block-timeout', '60', 'q']);
@@ -265,21 +297,28 @@ describe('exit codes and errors', () => {
     const slow = await startFakeOpenAIServer({
       reply: (request) => (request.body.model === 'sub' ? { content: 'late', delayMs: 30_000 } : rootScript(request)),
     });
+    let workers: number[] = [];
     try {
       const result = await rlm(['run', '--base-url', slow.baseURL, '--model', 'root', '--sub-model', 'sub', '--context', textFile('i.txt', 'x'), '--log-dir', logDir, 'q'], {
         onStderr: (text, child) => {
           if (!sent && text.includes('iteration 2/30')) {
             sent = true;
-            setTimeout(() => child.kill('SIGINT'), 300);
+            setTimeout(() => {
+              workers = workerPids(child.pid);
+              child.kill('SIGINT');
+            }, 300);
           }
         },
       });
       expect(result.code).toBe(130);
-      expect(result.stderr).toContain('interrupted');
+      expect(result.stderr).toContain('rlm: interrupted by SIGINT; sandboxes stopped');
       const [log] = readdirSync(logDir);
       const lines = readFileSync(join(logDir, log!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
       expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration']);
+      expect(workers.length).toBeGreaterThan(0);
+      expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
     } finally {
+      killSurvivors(workers);
       await slow.close();
     }
   });
