@@ -13,6 +13,9 @@ const readStdin = async () => {
   return Buffer.concat(chunks).toString('utf8');
 };
 
+/** Resolves once everything written to `stream` so far has left the process (or cannot: a closed pipe). */
+const drained = (stream: NodeJS.WritableStream) => new Promise<void>((resolve) => stream.write('', () => resolve()));
+
 const code = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
@@ -20,4 +23,7 @@ const code = await main(process.argv.slice(2), {
   readStdin,
   interrupt,
 });
-process.exitCode = code;
+// Once main() is done nothing else matters: a model client's retry sleep or a keep-alive socket
+// left behind must not hold the exit back. Only the output must get out first.
+await Promise.all([drained(process.stdout), drained(process.stderr)]);
+process.exit(code);

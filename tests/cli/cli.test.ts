@@ -34,6 +34,8 @@ interface CliResult {
   code: number | null;
   stdout: string;
   stderr: string;
+  /** performance.now() when the process exited. */
+  exitedAt: number;
 }
 
 interface CliOptions {
@@ -48,13 +50,15 @@ function startRlm(args: string[], options: CliOptions = {}): { child: ChildProce
   const result = new Promise<CliResult>((resolve, reject) => {
     let stdout = '';
     let stderr = '';
+    let exitedAt = 0;
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       options.onStderr?.(stderr, child);
     });
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('exit', () => (exitedAt = performance.now()));
+    child.on('close', (code) => resolve({ code, stdout, stderr, exitedAt }));
   });
   child.stdin.end(options.stdin ?? '');
   return { child, result };
@@ -209,6 +213,22 @@ describe('stop signals', () => {
       expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
     } finally {
       killSurvivors(workers);
+    }
+  });
+
+  it('exits promptly after Ctrl-C while the model client waits out a retry-after', async () => {
+    const limited = await startFakeOpenAIServer({ reply: () => ({ status: 429, headers: { 'retry-after': '20' } }) });
+    try {
+      const run = startRlm(['run', '--base-url', limited.baseURL, '--model', 'root', '--context', spin(), 'q']);
+      expect(await eventually(() => limited.requests.length > 0, 5_000)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const signalled = performance.now();
+      run.child.kill('SIGINT');
+      const result = await exitWithin(run, 3_000);
+      expect(result.code).toBe(130);
+      expect(result.exitedAt - signalled).toBeLessThan(3_000);
+    } finally {
+      await limited.close();
     }
   });
 });
