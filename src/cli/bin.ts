@@ -4,13 +4,22 @@ import { abortOnStopSignals } from './stop-signals.js';
 
 const interrupt = abortOnStopSignals();
 
+// A terminal or an idle pipe may never end: a stop signal ends the read instead, also one that came
+// before the read began.
 const readStdin = async () => {
+  interrupt.throwIfAborted();
   if (process.stdin.isTTY) {
     process.stderr.write('rlm: reading the context from standard input (end with Ctrl-D)...\n');
   }
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  const stopReading = () => process.stdin.destroy(interrupt.reason as Error);
+  interrupt.addEventListener('abort', stopReading, { once: true });
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    interrupt.removeEventListener('abort', stopReading);
+  }
 };
 
 /** Resolves once everything written to `stream` so far has left the process (or cannot: a closed pipe). */

@@ -32,6 +32,7 @@ export interface CommandIo {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
+  /** Rejects with the interrupt's reason when it is aborted: standard input may never end. */
   readStdin: () => Promise<string>;
   /** Aborted on Ctrl-C or SIGTERM, with an Interruption that says which. */
   interrupt: AbortSignal;
@@ -49,7 +50,13 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
   const options = await buildOptions(flags, io);
   const rlm = new RLM(options);
   await rlm.prepare(); // setup files: a broken one is a usage error, reported before any model call
-  const context = await loadContexts(contexts, io.readStdin);
+  let context: unknown;
+  try {
+    context = await loadContexts(contexts, io.readStdin);
+  } catch (error) {
+    if (io.interrupt.aborted) return reportInterruption(io, 'nothing was run');
+    throw error;
+  }
 
   const mode: ProgressMode = flags.quiet ? 'quiet' : io.stderr.isTTY ? 'live' : 'lines';
   const progress = new ProgressView(mode, io.stderr, Boolean(flags.verbose) && !flags.quiet);

@@ -40,6 +40,8 @@ interface CliResult {
 
 interface CliOptions {
   stdin?: string;
+  /** Leaves standard input open, as a terminal or an idle pipe would. */
+  keepStdinOpen?: boolean;
   env?: Record<string, string>;
   onStderr?: (text: string, child: ChildProcess) => void;
 }
@@ -60,7 +62,7 @@ function startRlm(args: string[], options: CliOptions = {}): { child: ChildProce
     child.on('exit', () => (exitedAt = performance.now()));
     child.on('close', (code) => resolve({ code, stdout, stderr, exitedAt }));
   });
-  child.stdin.end(options.stdin ?? '');
+  if (!options.keepStdinOpen) child.stdin.end(options.stdin ?? '');
   return { child, result };
 }
 
@@ -214,6 +216,22 @@ describe('stop signals', () => {
     } finally {
       killSurvivors(workers);
     }
+  });
+
+  it('stops waiting for standard input on SIGTERM', async () => {
+    // Setup files load after the CLI handles its signals and before it reads the context.
+    const setup = textFile('announce-setup.ts', "process.stderr.write('setup loaded\\n');\nexport const tools = [];\n");
+    let loaded!: () => void;
+    const setupLoaded = new Promise<void>((resolve) => (loaded = resolve));
+    const run = startRlm([...base(), '--setup', setup, '--context', '-', 'q'], {
+      keepStdinOpen: true,
+      onStderr: (text) => text.includes('setup loaded') && loaded(),
+    });
+    await setupLoaded;
+    run.child.kill('SIGTERM');
+    const result = await exitWithin(run, 3_000);
+    expect(result.code).toBe(143);
+    expect(result.stderr).toContain('rlm: interrupted by SIGTERM; nothing was run');
   });
 
   it('exits promptly after Ctrl-C while the model client waits out a retry-after', async () => {
