@@ -1,29 +1,38 @@
 // Entry point of the `rlm` command: wires the process (argv, stdio, signals) to main().
 import { main } from './main.js';
+import { abortOnStopSignals } from './stop-signals.js';
 
-const interrupt = new AbortController();
-let interrupts = 0;
-process.on('SIGINT', () => {
-  interrupts += 1;
-  // The first Ctrl-C stops the run cleanly (sandboxes stopped, log flushed); a second one does not wait.
-  if (interrupts > 1) process.exit(130);
-  interrupt.abort(new Error('interrupted'));
-});
+const interrupt = abortOnStopSignals();
 
+// A terminal or an idle pipe may never end: a stop signal ends the read instead, also one that came
+// before the read began.
 const readStdin = async () => {
+  interrupt.throwIfAborted();
   if (process.stdin.isTTY) {
     process.stderr.write('rlm: reading the context from standard input (end with Ctrl-D)...\n');
   }
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
+  const stopReading = () => process.stdin.destroy(interrupt.reason as Error);
+  interrupt.addEventListener('abort', stopReading, { once: true });
+  try {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    interrupt.removeEventListener('abort', stopReading);
+  }
 };
+
+/** Resolves once everything written to `stream` so far has left the process (or cannot: a closed pipe). */
+const drained = (stream: NodeJS.WritableStream) => new Promise<void>((resolve) => stream.write('', () => resolve()));
 
 const code = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,
   readStdin,
-  interrupt: interrupt.signal,
+  interrupt,
 });
-process.exitCode = code;
+// Once main() is done nothing else matters: a model client's retry sleep or a keep-alive socket
+// left behind must not hold the exit back. Only the output must get out first.
+await Promise.all([drained(process.stdout), drained(process.stderr)]);
+process.exit(code);

@@ -17,7 +17,7 @@ flags make an array.
 
 Environment: OPENAI_API_KEY, OPENAI_BASE_URL, RLM_MODEL, RLM_SUB_MODEL (flags win).
 Exit codes: 0 answer, 1 run failed or hit a limit (partial answer printed), 2 usage or
-configuration error, 130 interrupted.`;
+configuration error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).`;
 
 function number(kind: 'integer' | 'positive') {
   return (value: string) => {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type PriceTable, type RLMOptions, type RlmResult } from '../index.js';
 import { loadContexts } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
+import { Interruption } from './stop-signals.js';
 import { EXIT, UsageError } from './usage-error.js';
 
 /** The flags of `rlm run`, as commander parses them. */
@@ -34,8 +35,9 @@ export interface CommandIo {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
+  /** Rejects with the interrupt's reason when it is aborted: standard input may never end. */
   readStdin: () => Promise<string>;
-  /** Aborted on Ctrl-C. */
+  /** Aborted on Ctrl-C or SIGTERM, with an Interruption that says which. */
   interrupt: AbortSignal;
 }
 
@@ -51,7 +53,13 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
   const options = await buildOptions(flags, io);
   const rlm = new RLM(options);
   await rlm.prepare(); // setup files: a broken one is a usage error, reported before any model call
-  const context = await loadContexts(contexts, io.readStdin);
+  let context: unknown;
+  try {
+    context = await loadContexts(contexts, io.readStdin);
+  } catch (error) {
+    if (io.interrupt.aborted) return reportInterruption(io, 'nothing was run');
+    throw error;
+  }
 
   const mode: ProgressMode = flags.quiet ? 'quiet' : io.stderr.isTTY ? 'live' : 'lines';
   const progress = new ProgressView(mode, io.stderr, Boolean(flags.verbose) && !flags.quiet);
@@ -63,10 +71,7 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
     }
   } catch (error) {
     progress.stop();
-    if (io.interrupt.aborted) {
-      io.stderr.write('rlm: interrupted; sandboxes stopped and the log is complete up to the last iteration.\n');
-      return EXIT.interrupted;
-    }
+    if (io.interrupt.aborted) return reportInterruption(io, 'sandboxes stopped and the log is complete up to the last iteration');
     return reportFailure(error, flags, io);
   }
   progress.stop();
@@ -139,6 +144,14 @@ function readPromptFile(path: string): string {
   } catch (error) {
     throw new UsageError(`Cannot read --system-prompt file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
+}
+
+/** Says which signal stopped the run and returns the exit code it calls for. */
+function reportInterruption(io: CommandIo, outcome: string): number {
+  const reason: unknown = io.interrupt.reason;
+  const interruption = reason instanceof Interruption ? reason : undefined;
+  io.stderr.write(`rlm: ${interruption?.message ?? 'interrupted'}; ${outcome}.\n`);
+  return interruption?.exitCode ?? EXIT.interrupted;
 }
 
 /**

@@ -8,4 +8,4 @@ export class UsageError extends RlmError {
   }
 }
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130, terminated: 143 } as const;

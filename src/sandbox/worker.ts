@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
 import { encodeFrame, FrameDecoder } from './framing.js';
+import { startOrphanWatchdog } from './orphan-watchdog.js';
 import type { HostReply, WorkerCommand, WorkerEvent } from './protocol.js';
 import { BLOCK_FILENAME, PRELUDE_FILENAME, type HostCallLimits } from './shared.js';
 
@@ -249,4 +250,5 @@ input.on('data', (chunk: Buffer) => {
 });
 input.on('end', () => process.exit(0));
 input.on('error', () => process.exit(0));
+startOrphanWatchdog();
 send({ type: 'ready' });

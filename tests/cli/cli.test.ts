@@ -1,10 +1,11 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
+import { eventually, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
 
 const BIN = join(packageRoot(), 'bin', 'rlm.js');
 const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
@@ -33,23 +34,50 @@ interface CliResult {
   code: number | null;
   stdout: string;
   stderr: string;
+  /** performance.now() when the process exited. */
+  exitedAt: number;
 }
 
-function rlm(args: string[], options: { stdin?: string; env?: Record<string, string>; onStderr?: (text: string, child: ReturnType<typeof spawn>) => void } = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const env = { PATH: process.env.PATH ?? '', HOME: folder, ...options.env };
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+interface CliOptions {
+  stdin?: string;
+  /** Leaves standard input open, as a terminal or an idle pipe would. */
+  keepStdinOpen?: boolean;
+  env?: Record<string, string>;
+  onStderr?: (text: string, child: ChildProcess) => void;
+}
+
+function startRlm(args: string[], options: CliOptions = {}): { child: ChildProcess; result: Promise<CliResult> } {
+  const env = { PATH: process.env.PATH ?? '', HOME: folder, ...options.env };
+  const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const result = new Promise<CliResult>((resolve, reject) => {
     let stdout = '';
     let stderr = '';
+    let exitedAt = 0;
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
       options.onStderr?.(stderr, child);
     });
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(options.stdin ?? '');
+    child.on('exit', () => (exitedAt = performance.now()));
+    child.on('close', (code) => resolve({ code, stdout, stderr, exitedAt }));
   });
+  if (!options.keepStdinOpen) child.stdin.end(options.stdin ?? '');
+  return { child, result };
+}
+
+const rlm = (args: string[], options: CliOptions = {}) => startRlm(args, options).result;
+
+/** The CLI's result if it exits within `ms`; otherwise it is killed and the test fails. */
+async function exitWithin(run: ReturnType<typeof startRlm>, ms: number): Promise<CliResult> {
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    run.child.kill('SIGKILL');
+  }, ms);
+  const result = await run.result.finally(() => clearTimeout(timer));
+  if (timedOut) throw new Error(`the CLI did not exit within ${ms} ms:\n${result.stderr}`);
+  return result;
 }
 
 const base = () => ['run', '--base-url', server.baseURL, '--model', 'root', '--sub-model', 'sub'];
@@ -153,6 +181,77 @@ describe('rlm run --setup', () => {
   });
 });
 
+describe('stop signals', () => {
+  const spin = () => textFile('spin.txt', 'x');
+
+  it('exits 143 on SIGTERM during a CPU-bound block, with the sandboxes stopped and the log intact', async () => {
+    rootScript = () => repl('while (true) {}');
+    const logDir = join(folder, 'terminated-logs');
+    const run = startRlm([...base(), '--context', spin(), '--block-timeout', '60', '--log-dir', logDir, 'q']);
+    let workers: number[] = [];
+    try {
+      workers = await workersOnceOneSpins(run.child.pid!);
+      run.child.kill('SIGTERM');
+      const result = await exitWithin(run, 5_000);
+      expect(result.code).toBe(143);
+      expect(result.stderr).toContain('rlm: interrupted by SIGTERM; sandboxes stopped');
+      const [log] = readdirSync(logDir);
+      const lines = readFileSync(join(logDir, log!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+      expect(lines[0].type).toBe('metadata');
+      expect(lines.at(-1)).toMatchObject({ type: 'run_end', status: 'interrupted' });
+      expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
+    } finally {
+      killSurvivors(workers);
+    }
+  });
+
+  it('leaves no sandbox worker behind when the CLI is killed with SIGKILL during a CPU-bound block', async () => {
+    rootScript = () => repl('while (true) {}');
+    const run = startRlm([...base(), '--context', spin(), '--block-timeout', '60', 'q']);
+    let workers: number[] = [];
+    try {
+      workers = await workersOnceOneSpins(run.child.pid!);
+      run.child.kill('SIGKILL');
+      await run.result;
+      expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
+    } finally {
+      killSurvivors(workers);
+    }
+  });
+
+  it('stops waiting for standard input on SIGTERM', async () => {
+    // Setup files load after the CLI handles its signals and before it reads the context.
+    const setup = textFile('announce-setup.ts', "process.stderr.write('setup loaded\\n');\nexport const tools = [];\n");
+    let loaded!: () => void;
+    const setupLoaded = new Promise<void>((resolve) => (loaded = resolve));
+    const run = startRlm([...base(), '--setup', setup, '--context', '-', 'q'], {
+      keepStdinOpen: true,
+      onStderr: (text) => text.includes('setup loaded') && loaded(),
+    });
+    await setupLoaded;
+    run.child.kill('SIGTERM');
+    const result = await exitWithin(run, 3_000);
+    expect(result.code).toBe(143);
+    expect(result.stderr).toContain('rlm: interrupted by SIGTERM; nothing was run');
+  });
+
+  it('exits promptly after Ctrl-C while the model client waits out a retry-after', async () => {
+    const limited = await startFakeOpenAIServer({ reply: () => ({ status: 429, headers: { 'retry-after': '20' } }) });
+    try {
+      const run = startRlm(['run', '--base-url', limited.baseURL, '--model', 'root', '--context', spin(), 'q']);
+      expect(await eventually(() => limited.requests.length > 0, 5_000)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const signalled = performance.now();
+      run.child.kill('SIGINT');
+      const result = await exitWithin(run, 3_000);
+      expect(result.code).toBe(130);
+      expect(result.exitedAt - signalled).toBeLessThan(3_000);
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe('exit codes and errors', () => {
   it('exits 2 for an unknown flag', async () => {
     const result = await rlm(['run', '--no-such-flag']);
@@ -237,22 +336,29 @@ describe('exit codes and errors', () => {
     const slow = await startFakeOpenAIServer({
       reply: (request) => (request.body.model === 'sub' ? { content: 'late', delayMs: 30_000 } : rootScript(request)),
     });
+    let workers: number[] = [];
     try {
       const result = await rlm(['run', '--base-url', slow.baseURL, '--model', 'root', '--sub-model', 'sub', '--context', textFile('i.txt', 'x'), '--log-dir', logDir, 'q'], {
         onStderr: (text, child) => {
           if (!sent && text.includes('iteration 2/30')) {
             sent = true;
-            setTimeout(() => child.kill('SIGINT'), 300);
+            setTimeout(() => {
+              workers = workerPids(child.pid);
+              child.kill('SIGINT');
+            }, 300);
           }
         },
       });
       expect(result.code).toBe(130);
-      expect(result.stderr).toContain('interrupted');
+      expect(result.stderr).toContain('rlm: interrupted by SIGINT; sandboxes stopped');
       const [log] = readdirSync(logDir);
       const lines = readFileSync(join(logDir, log!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
       expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'run_end']);
       expect(lines[2]).toMatchObject({ status: 'interrupted' });
+      expect(workers.length).toBeGreaterThan(0);
+      expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
     } finally {
+      killSurvivors(workers);
       await slow.close();
     }
   });

@@ -1,4 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
 import type { ChatRequest, LanguageModel } from '../../src/index.js';
 import { ScriptedModel, type ReplyFunction, type ScriptedReply } from '../../src/testing.js';
 
@@ -25,20 +24,4 @@ export function everythingSent(model: ScriptedModel): string {
 export function lastUserMessage(request: { messages: { role: string; content?: unknown }[] }): string {
   const user = [...request.messages].reverse().find((message) => message.role === 'user');
   return typeof user?.content === 'string' ? user.content : '';
-}
-
-/** Sandbox worker processes this test process has running now (the pool keeps spares). */
-export function workerPids(): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return ppid === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox-worker');
-      } catch {
-        return false;
-      }
-    });
 }

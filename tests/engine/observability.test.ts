@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
-import { models, repl, workerPids } from './helpers.js';
+import { workerPids } from '../processes.js';
+import { models, repl } from './helpers.js';
 
 describe('events', () => {
   it('streams typed events in order, and completion() returns what run-end carries', async () => {

@@ -10,7 +10,8 @@ import { UsageError } from '../../src/cli/usage-error.js';
 import { HostCallError, InstallationError } from '../../src/errors.js';
 import { packageRoot } from '../../src/paths.js';
 import { ScriptedModel } from '../../src/testing.js';
-import { lastUserMessage, models, repl, workerPids } from './helpers.js';
+import { workerPids } from '../processes.js';
+import { lastUserMessage, models, repl } from './helpers.js';
 
 describe('sessions stream and complete through one path', () => {
   it('gives a streamed turn the same history as a completed one', async () => {

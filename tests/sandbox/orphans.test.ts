@@ -1,0 +1,35 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { expect, it } from 'vitest';
+import { packageRoot } from '../../src/paths.js';
+import { eventually, isRunning, killSurvivors, workersOnceOneSpins } from '../processes.js';
+
+// A program using the library, as a user would write it: its sandbox spins in a CPU-bound block.
+const PROGRAM = `
+const { Sandbox } = await import(process.argv[2]);
+const sandbox = await Sandbox.create({ blockTimeoutMs: 60_000 });
+void sandbox.execute('while (true) {}');
+console.log(sandbox.processId);
+`;
+
+it('a sandbox worker dies soon after the program using the library is killed, even mid-block', async () => {
+  const script = join(mkdtempSync(join(tmpdir(), 'rlm-orphans-')), 'spin.mjs');
+  writeFileSync(script, PROGRAM);
+  const program = spawn(process.execPath, [script, pathToFileURL(join(packageRoot(), 'dist', 'index.js')).href], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => program.on('exit', resolve));
+  let workers: number[] = [];
+  try {
+    const sandboxPid = await new Promise<number>((resolve) => program.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString()))));
+    workers = await workersOnceOneSpins(program.pid!);
+    expect(workers).toContain(sandboxPid);
+    program.kill('SIGKILL');
+    await exited;
+    expect(await eventually(() => !workers.some(isRunning), 2_000)).toBe(true);
+  } finally {
+    program.kill('SIGKILL');
+    killSurvivors(workers);
+  }
+});
