@@ -44,6 +44,22 @@ export const DEFAULTS = {
     /** Child RLMs running at once per depth of the run tree. */
     maxConcurrentChildren: 4,
   },
+  server: {
+    host: '127.0.0.1',
+    port: 8000,
+    /** Largest request body: a 100 MB context, escaped as JSON, fits. */
+    maxBodyBytes: 256 * 2 ** 20,
+    /** Chat completions answered at once; more get 429 with retry-after. */
+    maxConcurrentRuns: 32,
+    /** Comment lines on a waiting stream, so proxies do not cut long runs, in ms. */
+    keepAliveMs: 15_000,
+    /** On shutdown, how long requests in progress may take to finish, in ms. */
+    shutdownGraceMs: 30_000,
+    /** How long a run that handed tool calls back waits for the results, in ms. */
+    pausedRunTtlMs: 600_000,
+    /** Paused runs kept at once; past it the oldest is stopped. */
+    maxPausedRuns: 1_000,
+  },
   cli: {
     /** Root model when neither --model nor RLM_MODEL names one. */
     model: 'gpt-5-mini',

@@ -36,3 +36,12 @@ export { calculatorTool, echoTool } from './tools/builtin.js';
 export { Sandbox } from './sandbox/sandbox.js';
 export type { BlockError, ExecuteResult, HostCallHandler, SandboxOptions, Variable } from './sandbox/sandbox.js';
 export type { HostCall, HostCallKind } from './sandbox/protocol.js';
+
+// RLM as an OpenAI-compatible model
+export { ChatCompletions, splitModelName } from './api/chat-completions.js';
+export type { ChatCompletionsOptions } from './api/chat-completions.js';
+export type { ChatCompletionRequest, RequestMessage } from './api/request.js';
+export type { ChatCompletion, ChatCompletionChunk } from './api/responses.js';
+export { ApiError } from './api/errors.js';
+export { serve } from './server/serve.js';
+export type { RunningServer, ServeOptions } from './server/serve.js';

@@ -1,31 +1,16 @@
-import { readFileSync } from 'node:fs';
-import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type PriceTable, type RLMOptions, type RlmResult } from '../index.js';
+import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult } from '../index.js';
 import { loadContexts } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
+import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';
 import { Interruption } from './stop-signals.js';
 import { EXIT, UsageError } from './usage-error.js';
 
 /** The flags of `rlm run`, as commander parses them. */
-export interface RunFlags {
+export interface RunFlags extends RunOptionFlags {
   context?: string[];
   query?: string;
   model?: string;
   subModel?: string;
-  baseUrl?: string;
-  apiKey?: string;
-  maxIterations?: number;
-  maxDepth?: number;
-  maxConcurrency?: number;
-  maxBudget?: number;
-  price?: PriceTable;
-  requestTimeout?: number;
-  idleTimeout?: number;
-  maxTime?: number;
-  blockTimeout?: number;
-  memoryLimit?: number;
-  setup?: string[];
-  systemPrompt?: string;
-  logDir?: string;
   json?: boolean;
   quiet?: boolean;
   verbose?: boolean;
@@ -85,46 +70,22 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
 }
 
 async function buildOptions(flags: RunFlags, io: CommandIo): Promise<RLMOptions> {
-  const { env } = io;
-  let model = flags.model ?? env.RLM_MODEL;
-  const subModel = flags.subModel ?? env.RLM_SUB_MODEL;
-  let baseURL = flags.baseUrl ?? env.OPENAI_BASE_URL;
-  const apiKey = flags.apiKey ?? env.OPENAI_API_KEY;
-  if (!baseURL && !apiKey) {
+  const options = runOptionsFromFlags(flags, io.env);
+  let model = flags.model ?? io.env.RLM_MODEL;
+  const subModel = flags.subModel ?? io.env.RLM_SUB_MODEL;
+  if (!options.baseURL && !options.apiKey) {
     const local = await useLocalServer(io, model);
-    baseURL = local.baseURL;
+    options.baseURL = local.baseURL;
     model ??= local.model;
   }
-  model ??= DEFAULT_MODEL;
-  const sandbox = {
-    ...(flags.blockTimeout !== undefined && { blockTimeoutMs: Math.round(flags.blockTimeout * 1000) }),
-    ...(flags.memoryLimit !== undefined && { memoryLimitMb: flags.memoryLimit }),
-  };
-  return {
-    model,
-    ...(subModel && { subModel }),
-    ...(baseURL && { baseURL }),
-    ...(apiKey && { apiKey }),
-    ...(flags.maxIterations !== undefined && { maxIterations: flags.maxIterations }),
-    ...(flags.maxDepth !== undefined && { maxDepth: flags.maxDepth }),
-    ...(flags.maxConcurrency !== undefined && { maxConcurrency: flags.maxConcurrency }),
-    ...(flags.maxBudget !== undefined && { maxBudgetUsd: flags.maxBudget }),
-    ...(flags.price && { prices: flags.price }),
-    ...(flags.requestTimeout !== undefined && { requestTimeoutMs: Math.round(flags.requestTimeout * 1000) }),
-    ...(flags.idleTimeout !== undefined && { idleTimeoutMs: Math.round(flags.idleTimeout * 1000) }),
-    ...(flags.maxTime !== undefined && { maxTimeMs: Math.round(flags.maxTime * 1000) }),
-    sandbox,
-    ...(flags.setup && { setup: flags.setup }),
-    ...(flags.systemPrompt && { systemPrompt: readPromptFile(flags.systemPrompt) }),
-    ...(flags.logDir && { logDir: flags.logDir }),
-  };
+  return { ...options, model: model ?? DEFAULT_MODEL, ...(subModel && { subModel }) };
 }
 
 /**
  * With neither a key nor an endpoint, the user most likely runs a model on this machine: use the
  * first common local server that answers, and say which. When none does, say what was tried.
  */
-async function useLocalServer(io: CommandIo, model: string | undefined): Promise<{ baseURL: string; model: string | undefined }> {
+export async function useLocalServer(io: CommandIo, model: string | undefined): Promise<{ baseURL: string; model: string | undefined }> {
   const found = await findLocalServer();
   if (!found) {
     const tried = LOCAL_SERVER_CANDIDATES.map((candidate) => `${candidate.baseURL} (${candidate.name})`).join(', ');
@@ -138,13 +99,6 @@ async function useLocalServer(io: CommandIo, model: string | undefined): Promise
   return { baseURL: found.baseURL, model: chosen };
 }
 
-function readPromptFile(path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new UsageError(`Cannot read --system-prompt file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-  }
-}
 
 /** Says which signal stopped the run and returns the exit code it calls for. */
 function reportInterruption(io: CommandIo, outcome: string): number {

@@ -1,0 +1,109 @@
+import type { RlmEvent } from '../engine/events.js';
+import type { RLM } from '../engine/rlm.js';
+import type { ToolCall, ToolChoice, ToolSpec } from '../lm/types.js';
+import { ApiError } from './errors.js';
+
+/** Where a run stands when it has something for its caller. */
+export type RunStep = { type: 'tool-calls'; calls: ToolCall[] } | { type: 'answer'; answer: string } | { type: 'failed'; error: unknown };
+
+export interface TokenCount {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+/**
+ * One RLM run behind the chat-completions API. It runs on its own; when it hands tool calls back
+ * to the caller it waits (its sandbox and variables intact) until `deliver` brings the results,
+ * which may come with a later HTTP request. `next()` waits for its next step.
+ */
+export class ActiveRun {
+  private readonly controller = new AbortController();
+  private reached: RunStep | undefined;
+  private waiter: ((step: RunStep) => void) | undefined;
+  private handBack: { calls: ToolCall[]; resolve: (outputs: string[]) => void } | undefined;
+  private readonly tokens = { input: 0, output: 0, reportedInput: 0, reportedOutput: 0 };
+
+  constructor(rlm: RLM, input: { context: unknown; query: string; callerTools?: { specs: ToolSpec[]; toolChoice: ToolChoice | undefined } | undefined }) {
+    const callerTools = input.callerTools && { ...input.callerTools, call: (calls: ToolCall[], signal: AbortSignal) => this.waitForResults(calls, signal) };
+    void this.follow(rlm.stream({ context: input.context, query: input.query, signal: this.controller.signal, ...(callerTools && { callerTools }) }));
+  }
+
+  /** The run's next step; waiting ends early (and the run is cancelled) if `signal` aborts. */
+  next(signal?: AbortSignal): Promise<RunStep> {
+    const reached = this.reached;
+    this.reached = undefined;
+    if (reached) return Promise.resolve(reached);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        this.cancel(signal!.reason);
+        reject(signal!.reason as Error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiter = (step) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(step);
+      };
+    });
+  }
+
+  /** Ids of the tool calls the run waits for. */
+  get pendingCallIds(): string[] {
+    return this.handBack?.calls.map((call) => call.id) ?? [];
+  }
+
+  /** The caller's results, by tool call id: every call handed back needs one. */
+  deliver(results: Map<string, string>): void {
+    const handBack = this.handBack;
+    if (!handBack) throw new ApiError(409, 'invalid_request_error', 'This run is not waiting for tool results.', 'messages');
+    const missing = handBack.calls.filter((call) => !results.has(call.id)).map((call) => call.id);
+    if (missing.length > 0) {
+      throw new ApiError(400, 'invalid_request_error', `Tool results are missing for ${missing.join(', ')}: send one tool message per tool call.`, 'messages', 'tool_results_missing');
+    }
+    this.handBack = undefined;
+    handBack.resolve(handBack.calls.map((call) => results.get(call.id)!));
+  }
+
+  /** Tokens used since the last time this was asked, for one response's `usage`. */
+  takeUsage(): TokenCount {
+    const input = this.tokens.input - this.tokens.reportedInput;
+    const output = this.tokens.output - this.tokens.reportedOutput;
+    this.tokens.reportedInput = this.tokens.input;
+    this.tokens.reportedOutput = this.tokens.output;
+    return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+  }
+
+  /** Stops the run and its sandboxes. */
+  cancel(reason: unknown): void {
+    this.controller.abort(reason);
+  }
+
+  private async follow(events: AsyncIterable<RlmEvent>): Promise<void> {
+    try {
+      for await (const event of events) {
+        if (event.type === 'llm-call-end' && event.response) {
+          this.tokens.input += event.response.usage.inputTokens;
+          this.tokens.output += event.response.usage.outputTokens;
+        }
+        if (event.type === 'run-end') this.reach({ type: 'answer', answer: event.result.response });
+      }
+    } catch (error) {
+      this.reach({ type: 'failed', error });
+    }
+  }
+
+  private waitForResults(calls: ToolCall[], signal: AbortSignal): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+      this.handBack = { calls, resolve };
+      this.reach({ type: 'tool-calls', calls });
+    });
+  }
+
+  private reach(step: RunStep): void {
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    if (waiter) waiter(step);
+    else this.reached = step;
+  }
+}

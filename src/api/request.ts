@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import type { ToolChoice, ToolSpec } from '../lm/types.js';
+import { ApiError } from './errors.js';
+
+const contentPart = z.object({ type: z.string() }).passthrough();
+const content = z.union([z.string(), z.array(contentPart), z.null()]).optional();
+const toolCall = z.object({ id: z.string().min(1), type: z.literal('function').optional(), function: z.object({ name: z.string(), arguments: z.string() }) });
+
+const message = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content, name: z.string().optional() }),
+  z.object({ role: z.literal('developer'), content, name: z.string().optional() }),
+  z.object({ role: z.literal('user'), content, name: z.string().optional() }),
+  z.object({ role: z.literal('assistant'), content, tool_calls: z.array(toolCall).optional(), name: z.string().optional() }),
+  z.object({ role: z.literal('tool'), content, tool_call_id: z.string().min(1) }),
+]);
+export type RequestMessage = z.infer<typeof message>;
+
+const toolSpec = z.object({
+  type: z.literal('function'),
+  function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional(), strict: z.boolean().nullish() }),
+});
+
+/** The body of POST /v1/chat/completions, as far as rlm reads it; other fields are ignored. */
+const requestSchema = z
+  .object({
+    model: z.string().min(1),
+    messages: z.array(message).min(1, 'messages must hold at least one message'),
+    tools: z.array(toolSpec).optional(),
+    tool_choice: z.union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })]).optional(),
+    stream: z.boolean().nullish(),
+    stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+    /** rlm extension: the input to explore, instead of the system messages and earlier turns. */
+    rlm_context: z.unknown().optional(),
+    /** rlm extension: the sub-model, where the model name cannot carry it. */
+    rlm_sub_model: z.string().min(1).optional(),
+  })
+  .passthrough();
+export type ChatCompletionRequest = z.input<typeof requestSchema>;
+export type ParsedRequest = z.output<typeof requestSchema>;
+
+/** Validates a request body; problems become a 400 naming the field. */
+export function parseRequest(body: unknown): ParsedRequest {
+  const parsed = requestSchema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const param = issue.path.join('.') || null;
+  const message = issue.code === 'invalid_union' && issue.path.at(-1) === 'role' ? 'unknown role: use system, developer, user, assistant or tool' : issue.message;
+  throw new ApiError(400, 'invalid_request_error', `Invalid request: ${param ? `${param}: ` : ''}${message}`, param);
+}
+
+/** The text of a message's content: a string, text parts joined, or empty. */
+export function contentText(value: RequestMessage['content']): string {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) return '';
+  return value.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+}
+
+/** Tool results at the end of the conversation (after the last assistant message), by call id. */
+export function trailingToolResults(messages: RequestMessage[]): Map<string, string> {
+  const results = new Map<string, string>();
+  for (let index = messages.length - 1; index >= 0 && messages[index]!.role === 'tool'; index--) {
+    const result = messages[index] as Extract<RequestMessage, { role: 'tool' }>;
+    results.set(result.tool_call_id, contentText(result.content));
+  }
+  return results;
+}
+
+/**
+ * A new run's question and input: the question is the last user message; the input is the
+ * `rlm_context` extension when given, else everything before the question (one message's text,
+ * or the messages themselves).
+ */
+export function questionAndContext(request: ParsedRequest): { query: string; context: unknown } {
+  const last = request.messages.at(-1)!;
+  if (last.role !== 'user') {
+    throw new ApiError(400, 'invalid_request_error', `Invalid request: the last message must be the user's question (or tool results for a paused run), got role "${last.role}"`, 'messages');
+  }
+  const query = contentText(last.content);
+  if (!query.trim()) throw new ApiError(400, 'invalid_request_error', 'Invalid request: the last user message is empty', 'messages');
+  if (request.rlm_context !== undefined) return { query, context: request.rlm_context };
+  const earlier = request.messages.slice(0, -1);
+  if (earlier.length === 1) return { query, context: contentText(earlier[0]!.content) };
+  return { query, context: earlier.map((entry) => ({ role: entry.role, content: contentText(entry.content) })) };
+}
+
+export function callerToolsOf(request: ParsedRequest): { specs: ToolSpec[]; toolChoice: ToolChoice | undefined } | undefined {
+  if (!request.tools?.length) return undefined;
+  return { specs: request.tools as ToolSpec[], toolChoice: request.tool_choice as ToolChoice | undefined };
+}

@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { RunFailedError, RunLimitError } from '../engine/limits.js';
+import { describeError, RlmError } from '../errors.js';
+import type { ToolCall } from '../lm/types.js';
+import type { RunStep, TokenCount } from './active-run.js';
+import { ApiError } from './errors.js';
+
+/** An answer or a hand-back of tool calls, as OpenAI's chat.completion object. */
+export function completionOf(step: Exclude<RunStep, { type: 'failed' }>, model: string, usage: TokenCount) {
+  const message =
+    step.type === 'answer'
+      ? { role: 'assistant' as const, content: step.answer, refusal: null }
+      : { role: 'assistant' as const, content: null, refusal: null, tool_calls: step.calls.map(wireToolCall) };
+  return {
+    id: completionId(),
+    object: 'chat.completion' as const,
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message, finish_reason: step.type === 'answer' ? ('stop' as const) : ('tool_calls' as const), logprobs: null }],
+    usage,
+  };
+}
+
+export type ChatCompletion = ReturnType<typeof completionOf>;
+export type ChatCompletionChunk = ReturnType<typeof chunk>;
+
+/** The chunks that stream a step: content or tool calls (name first, arguments after), then the finish. */
+export function* chunksOf(id: string, step: Exclude<RunStep, { type: 'failed' }>, model: string): Generator<ChatCompletionChunk> {
+  if (step.type === 'answer') {
+    for (const piece of pieces(step.answer)) yield chunk(id, model, { content: piece });
+  } else {
+    for (const [index, call] of step.calls.entries()) {
+      yield chunk(id, model, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] });
+      for (const piece of pieces(call.arguments)) yield chunk(id, model, { tool_calls: [{ index, function: { arguments: piece } }] });
+    }
+  }
+  yield chunk(id, model, {}, step.type === 'answer' ? 'stop' : 'tool_calls');
+}
+
+export function chunk(id: string, model: string, delta: Record<string, unknown>, finishReason: 'stop' | 'tool_calls' | null = null, usage?: TokenCount) {
+  return {
+    id,
+    object: 'chat.completion.chunk' as const,
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: usage ? [] : [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
+    ...(usage && { usage }),
+  };
+}
+
+export function completionId(): string {
+  return `chatcmpl-rlm-${randomUUID()}`;
+}
+
+/** Why a run failed, as an API error: the upstream model (502), a limit (422), anything else (500). */
+export function failureAsApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const partial = error instanceof RunFailedError && error.partialAnswer ? { rlm_partial_answer: error.partialAnswer } : {};
+  const code = error instanceof RlmError ? error.code : 'run_failed';
+  const { message } = describeError(error);
+  if (error instanceof RunLimitError) return new ApiError(422, 'invalid_request_error', `The run stopped at a limit: ${message}`, null, code, partial);
+  if (code === 'model_error') return new ApiError(502, 'upstream_error', `The upstream model failed: ${message}`, null, code, partial);
+  return new ApiError(500, 'server_error', `The run failed: ${message}`, null, code, partial);
+}
+
+function wireToolCall(call: ToolCall) {
+  return { id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } };
+}
+
+/** Long texts stream in several chunks, as a model's would. */
+function pieces(text: string, size = 1_000): string[] {
+  if (text.length <= size) return [text];
+  const result: string[] = [];
+  for (let start = 0; start < text.length; start += size) result.push(text.slice(start, start + size));
+  return result;
+}

@@ -1,0 +1,98 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import type { PriceTable, RLMOptions } from '../index.js';
+import { UsageError } from './usage-error.js';
+
+/** Flags that shape every run, shared by `rlm run` and `rlm serve`, as commander parses them. */
+export interface RunOptionFlags {
+  baseUrl?: string;
+  apiKey?: string;
+  maxIterations?: number;
+  maxDepth?: number;
+  maxConcurrency?: number;
+  maxBudget?: number;
+  price?: PriceTable;
+  requestTimeout?: number;
+  idleTimeout?: number;
+  maxTime?: number;
+  blockTimeout?: number;
+  memoryLimit?: number;
+  setup?: string[];
+  systemPrompt?: string;
+  logDir?: string;
+}
+
+export function number(kind: 'integer' | 'positive') {
+  return (value: string) => {
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed) || parsed <= 0 || (kind === 'integer' && !Number.isInteger(parsed))) {
+      throw new InvalidArgumentError(kind === 'integer' ? 'expected a whole number greater than 0.' : 'expected a number greater than 0.');
+    }
+    return parsed;
+  };
+}
+
+export const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
+
+function collectPrice(value: string, previous: PriceTable | undefined): PriceTable {
+  const match = /^(.+)=\s*([\d.]+)\s*,\s*([\d.]+)\s*$/.exec(value);
+  const [inputPerMillion, outputPerMillion] = [Number(match?.[2]), Number(match?.[3])];
+  if (!match || !Number.isFinite(inputPerMillion) || !Number.isFinite(outputPerMillion)) {
+    throw new InvalidArgumentError('expected MODEL=IN,OUT in USD per million input and output tokens, e.g. gpt-5-mini=0.25,2.');
+  }
+  return { ...previous, [match[1]!.trim()]: { inputPerMillion, outputPerMillion } };
+}
+
+/** Adds the run flags to a command. */
+export function addRunOptionFlags(command: Command): Command {
+  return command
+    .option('--base-url <url>', 'OpenAI-compatible endpoint (default: OPENAI_BASE_URL or OpenAI)')
+    .option('--api-key <key>', 'API key (default: OPENAI_API_KEY; not needed for a server on localhost)')
+    .option('--max-iterations <n>', 'root-model turns before the answer is forced (default: 30)', number('integer'))
+    .option('--max-depth <n>', '1: no recursion; 2: rlm_query starts child RLMs (default: 1)', number('integer'))
+    .option('--max-concurrency <n>', 'sub-model requests in flight at once (default: 16)', number('integer'))
+    .option('--max-budget <usd>', 'stop a run when it has cost this much (every model needs a price)', number('positive'))
+    .option('--price <model=in,out>', 'price of a model in USD per million input and output tokens, e.g. gpt-5-mini=0.25,2 (repeatable)', collectPrice)
+    .option('--max-time <seconds>', 'stop a run after this long', number('positive'))
+    .option('--block-timeout <seconds>', 'computation time one code block may use (default: 60)', number('positive'))
+    .option('--request-timeout <seconds>', 'time one model request may take, reply included (default: 600)', number('positive'))
+    .option('--idle-timeout <seconds>', 'silence in a model reply before the request is cut and retried (default: 120)', number('positive'))
+    .option('--memory-limit <mb>', 'sandbox heap limit (default: 1024)', number('integer'))
+    .option('--setup <file>', 'setup file with tools or sandbox code (repeatable)', collect)
+    .option('--system-prompt <file>', 'replace the built-in system prompt')
+    .option('--log-dir <dir>', 'write a JSONL trajectory of each run into this folder');
+}
+
+/** The RLM options the run flags ask for (models aside). */
+export function runOptionsFromFlags(flags: RunOptionFlags, env: NodeJS.ProcessEnv): Omit<RLMOptions, 'model' | 'subModel'> {
+  const baseURL = flags.baseUrl ?? env.OPENAI_BASE_URL;
+  const apiKey = flags.apiKey ?? env.OPENAI_API_KEY;
+  const sandbox = {
+    ...(flags.blockTimeout !== undefined && { blockTimeoutMs: Math.round(flags.blockTimeout * 1000) }),
+    ...(flags.memoryLimit !== undefined && { memoryLimitMb: flags.memoryLimit }),
+  };
+  return {
+    ...(baseURL && { baseURL }),
+    ...(apiKey && { apiKey }),
+    ...(flags.maxIterations !== undefined && { maxIterations: flags.maxIterations }),
+    ...(flags.maxDepth !== undefined && { maxDepth: flags.maxDepth }),
+    ...(flags.maxConcurrency !== undefined && { maxConcurrency: flags.maxConcurrency }),
+    ...(flags.maxBudget !== undefined && { maxBudgetUsd: flags.maxBudget }),
+    ...(flags.price && { prices: flags.price }),
+    ...(flags.requestTimeout !== undefined && { requestTimeoutMs: Math.round(flags.requestTimeout * 1000) }),
+    ...(flags.idleTimeout !== undefined && { idleTimeoutMs: Math.round(flags.idleTimeout * 1000) }),
+    ...(flags.maxTime !== undefined && { maxTimeMs: Math.round(flags.maxTime * 1000) }),
+    sandbox,
+    ...(flags.setup && { setup: flags.setup }),
+    ...(flags.systemPrompt && { systemPrompt: readPromptFile(flags.systemPrompt) }),
+    ...(flags.logDir && { logDir: flags.logDir }),
+  };
+}
+
+function readPromptFile(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new UsageError(`Cannot read --system-prompt file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}

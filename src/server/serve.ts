@@ -1,0 +1,134 @@
+import { serve as serveNode } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import { ChatCompletions, splitModelName } from '../api/chat-completions.js';
+import { DEFAULTS } from '../defaults.js';
+import { RLM, type RLMOptions } from '../engine/rlm.js';
+import { ConfigurationError } from '../errors.js';
+import { isLoopbackUrl } from '../lm/openai.js';
+import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
+import { createApp } from './app.js';
+
+export interface ServeOptions {
+  /** @default '127.0.0.1' */
+  host?: string;
+  /** @default 8000 */
+  port?: number;
+  /** Options of every run; the model names come from each request (`root:sub` or one name). */
+  run: Omit<RLMOptions, 'model' | 'subModel'>;
+  /** Clients must send `Authorization: Bearer <token>`; required on a non-loopback address. */
+  authToken?: string | undefined;
+  /** @default 268435456 (256 MiB): room for a 100 MB context, escaped as JSON */
+  maxBodyBytes?: number;
+  /** @default 32 */
+  maxConcurrentRuns?: number;
+  /** @default 600000 */
+  pausedRunTtlMs?: number;
+  /** @default 15000 */
+  keepAliveMs?: number;
+}
+
+export interface RunningServer {
+  /** e.g. `http://127.0.0.1:8000` */
+  url: string;
+  /**
+   * Stops accepting connections, lets requests in progress finish for up to `graceMs`, then stops
+   * every run (paused ones included) and closes what is left.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Serves RLM as an OpenAI-compatible model (see ChatCompletions for what a request means).
+ *
+ * @example
+ * const server = await serve({ port: 8000, run: { baseURL: 'http://localhost:11434/v1' } });
+ * // POST http://127.0.0.1:8000/v1/chat/completions { "model": "qwen2.5:7b", "messages": [...] }
+ */
+export async function serve(options: ServeOptions): Promise<RunningServer> {
+  const host = options.host ?? DEFAULTS.server.host;
+  if (!options.authToken && !isLoopbackUrl(`http://${host.includes(':') ? `[${host}]` : host}/`)) {
+    throw new ConfigurationError(
+      `Refusing to serve on ${host} without a token: anyone who can reach it could run models on your key and code in its sandboxes. ` +
+        'Set --auth-token (or RLM_AUTH_TOKEN), or bind to 127.0.0.1.',
+    );
+  }
+  const provider = resolveModelProvider(options.run);
+  const models = new UpstreamModels(provider);
+  const completions = new ChatCompletions({
+    rlmFor: rlmCache(options.run, provider),
+    resolveModels: async (name, sub) => splitModelName(name, sub, await models.list()),
+    pausedRunTtlMs: options.pausedRunTtlMs ?? DEFAULTS.server.pausedRunTtlMs,
+  });
+  const app = createApp({
+    completions,
+    listModels: async () => [...(await models.list())],
+    authToken: options.authToken,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.server.maxBodyBytes,
+    maxConcurrentRuns: options.maxConcurrentRuns ?? DEFAULTS.server.maxConcurrentRuns,
+    keepAliveMs: options.keepAliveMs ?? DEFAULTS.server.keepAliveMs,
+  });
+  const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
+    const started = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? DEFAULTS.server.port }, () => resolve(started));
+    started.once('error', reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    close: (graceMs = DEFAULTS.server.shutdownGraceMs) => closeGracefully(server as import('node:http').Server, completions, graceMs),
+  };
+}
+
+/** One RLM per root and sub model pair, so setup files load once, not per request. */
+function rlmCache(run: ServeOptions['run'], provider: ModelProvider): (models: { root: string; sub: string }) => RLM {
+  const cache = new Map<string, RLM>();
+  return ({ root, sub }) => {
+    const key = `${root}\u0000${sub}`;
+    let rlm = cache.get(key);
+    if (!rlm) {
+      rlm = new RLM({ ...run, model: root, subModel: sub, provider, languageModel: undefined });
+      cache.set(key, rlm);
+    }
+    return rlm;
+  };
+}
+
+/** The upstream's model ids (its /v1/models), asked once and kept; none when it does not answer. */
+class UpstreamModels {
+  private known: Promise<ReadonlySet<string>> | undefined;
+
+  constructor(private readonly provider: ModelProvider) {}
+
+  list(): Promise<ReadonlySet<string>> {
+    this.known ??= this.fetch().then((ids) => {
+      if (ids.size === 0) this.known = undefined; // ask again next time
+      return ids;
+    });
+    return this.known;
+  }
+
+  private async fetch(): Promise<ReadonlySet<string>> {
+    const { baseURL, secrets } = this.provider;
+    if (!baseURL) return new Set();
+    try {
+      const key = secrets?.[0];
+      const response = await fetch(`${baseURL.replace(/\/+$/, '')}/models`, {
+        headers: key ? { authorization: `Bearer ${key}` } : {},
+        signal: AbortSignal.timeout(5_000),
+      });
+      const body = (await response.json()) as { data?: { id?: unknown }[] };
+      return new Set((body.data ?? []).flatMap((model) => (typeof model.id === 'string' ? [model.id] : [])));
+    } catch {
+      return new Set();
+    }
+  }
+}
+
+async function closeGracefully(server: import('node:http').Server, completions: ChatCompletions, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
+  await Promise.race([closed, grace]);
+  completions.close();
+  server.closeAllConnections();
+  await closed;
+}

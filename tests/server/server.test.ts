@@ -1,0 +1,159 @@
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import type { FakeReply } from '../../src/testing.js';
+import { repl, rlmServer, seenByRoot } from './helpers.js';
+
+// The official openai client is the caller, over real HTTP.
+
+const searchTool = {
+  type: 'function' as const,
+  function: { name: 'search_database', description: 'Searches the database', parameters: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] } },
+};
+const rootCall = (id: string, query: string): FakeReply => ({ content: null, toolCalls: [{ id, name: 'search_database', arguments: { query } }] });
+
+describe('answers', () => {
+  it('answers a question about the system message, with usage', async () => {
+    const { client, rootRequests } = await rlmServer({ root: [repl('print(context.length)'), 'FINAL(the contract was signed by Ada)'] });
+    const completion = await client.chat.completions.create({
+      model: 'root',
+      messages: [
+        { role: 'system', content: 'A very long contract signed by Ada.' },
+        { role: 'user', content: 'Who signed it?' },
+      ],
+    });
+    expect(completion.choices[0]!.message.content).toBe('the contract was signed by Ada');
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.usage!.prompt_tokens).toBeGreaterThan(0);
+    // The root model saw the question, never the context itself.
+    expect(seenByRoot(rootRequests[0]!)).toContain('Who signed it?');
+    expect(seenByRoot(rootRequests[0]!)).not.toContain('A very long contract');
+    expect(seenByRoot(rootRequests[1]!)).toContain('35');
+  });
+
+  it('streams the answer: role first, content, finish reason, usage, [DONE]', async () => {
+    const { client } = await rlmServer({ root: [repl('print(1)'), 'FINAL(streamed answer)'] });
+    const stream = await client.chat.completions.create({
+      model: 'root',
+      messages: [{ role: 'user', content: 'q' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks: OpenAI.Chat.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe('streamed answer');
+    expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop');
+    expect(chunks.at(-1)!.usage!.total_tokens).toBeGreaterThan(0);
+  });
+
+  it('uses the rlm_context extension field as the context', async () => {
+    const { client, rootRequests } = await rlmServer({ root: [repl('print(context.items.length)'), 'FINAL(two)'] });
+    const completion = await client.chat.completions.create({
+      model: 'root',
+      messages: [{ role: 'user', content: 'How many items?' }],
+      // @ts-expect-error an rlm extension of the request body
+      rlm_context: { items: [1, 2] },
+    });
+    expect(completion.choices[0]!.message.content).toBe('two');
+    expect(seenByRoot(rootRequests[1]!)).toContain('REPL output:\\n2');
+  });
+});
+
+describe.each([false, true])('tools of the caller, called by the root model (stream: %s)', (stream) => {
+  async function ask(client: OpenAI, messages: OpenAI.Chat.ChatCompletionMessageParam[]) {
+    if (!stream) return (await client.chat.completions.create({ model: 'root', messages, tools: [searchTool] })).choices[0]!;
+    const chunks = await client.chat.completions.create({ model: 'root', messages, tools: [searchTool], stream: true });
+    const calls: { id: string; name: string; arguments: string }[] = [];
+    let content = '';
+    let finish: string | null = null;
+    for await (const chunk of chunks) {
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      content += choice.delta.content ?? '';
+      for (const piece of choice.delta.tool_calls ?? []) {
+        const call = (calls[piece.index] ??= { id: '', name: '', arguments: '' });
+        call.id ||= piece.id ?? '';
+        call.name += piece.function?.name ?? '';
+        call.arguments += piece.function?.arguments ?? '';
+      }
+      finish = choice.finish_reason ?? finish;
+    }
+    return {
+      message: { content, tool_calls: calls.map((call) => ({ id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } })) },
+      finish_reason: finish,
+    };
+  }
+
+  it('hands the calls back, then resumes the paused run with the results', async () => {
+    const { client, rootRequests } = await rlmServer({
+      root: [repl('var before = "kept"'), rootCall('upstream-1', 'refunds in March'), repl('FINAL(before + ":" + "done")')],
+    });
+    const question: OpenAI.Chat.ChatCompletionMessageParam[] = [
+      { role: 'system', content: 'the context' },
+      { role: 'user', content: 'How many refunds?' },
+    ];
+    const first = await ask(client, question);
+    expect(first.finish_reason).toBe('tool_calls');
+    const call = first.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    expect(call.function).toEqual({ name: 'search_database', arguments: '{"query":"refunds in March"}' });
+    expect(call.id).not.toBe('upstream-1');
+    const second = await ask(client, [
+      ...question,
+      { role: 'assistant', content: null, tool_calls: first.message.tool_calls },
+      { role: 'tool', tool_call_id: call.id, content: [{ type: 'text', text: '{"count": 7}' }] },
+    ]);
+    expect(second.finish_reason).toBe('stop');
+    // The variable set before the pause is still there: the same sandbox, not a new run.
+    expect(second.message.content).toBe('kept:done');
+    expect(seenByRoot(rootRequests.at(-1)!)).toContain('{\\"count\\": 7}');
+  });
+});
+
+describe('paused runs', () => {
+  it('gives each hand-back its own ids, even when the upstream reuses them', async () => {
+    const { client } = await rlmServer({ root: [rootCall('same-id', 'a'), rootCall('same-id', 'b'), repl('FINAL("done")')] });
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'q' }];
+    const first = (await client.chat.completions.create({ model: 'root', messages, tools: [searchTool] })).choices[0]!.message;
+    const resumed = [...messages, { role: 'assistant' as const, tool_calls: first.tool_calls }, { role: 'tool' as const, tool_call_id: first.tool_calls![0]!.id, content: 'a result' }];
+    const second = (await client.chat.completions.create({ model: 'root', messages: resumed, tools: [searchTool] })).choices[0]!.message;
+    expect(second.tool_calls![0]!.id).not.toBe(first.tool_calls![0]!.id);
+    const done = await client.chat.completions.create({
+      model: 'root',
+      messages: [...resumed, { role: 'assistant', content: '', tool_calls: second.tool_calls }, { role: 'tool', tool_call_id: second.tool_calls![0]!.id, content: 'b result' }],
+      tools: [searchTool],
+    });
+    expect(done.choices[0]!.message.content).toBe('done');
+  });
+
+  it('answers an unknown tool call id with a 404 that says so', async () => {
+    const { client } = await rlmServer({ root: ['FINAL(unused)'] });
+    const error = await client.chat.completions
+      .create({
+        model: 'root',
+        messages: [
+          { role: 'user', content: 'q' },
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_nope', type: 'function', function: { name: 'search_database', arguments: '{}' } }] },
+          { role: 'tool', tool_call_id: 'call_nope', content: 'r' },
+        ],
+      })
+      .catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((error as InstanceType<typeof OpenAI.APIError>).code).toBe('tool_call_not_found');
+    expect((error as Error).message).toContain('No paused run is waiting for tool call call_nope');
+  });
+
+  it('stops a paused run when its time to live runs out', async () => {
+    const { client, server } = await rlmServer({ root: [rootCall('x', 'q')] }, { pausedRunTtlMs: 200 });
+    const first = (await client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }], tools: [searchTool] })).choices[0]!.message;
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const health = (await (await fetch(`${server.url}/health`)).json()) as { pausedRuns: number };
+    expect(health.pausedRuns).toBe(0);
+    const error = await client.chat.completions
+      .create({
+        model: 'root',
+        messages: [{ role: 'user', content: 'q' }, { role: 'assistant', tool_calls: first.tool_calls }, { role: 'tool', tool_call_id: first.tool_calls![0]!.id, content: 'late' }],
+      })
+      .catch((caught: unknown) => caught);
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(404);
+  });
+});
