@@ -4,7 +4,6 @@ import { ChatCompletions, splitModelName } from '../api/chat-completions.js';
 import { DEFAULTS } from '../defaults.js';
 import { RLM, type RLMOptions } from '../engine/rlm.js';
 import { ConfigurationError } from '../errors.js';
-import { isLoopbackUrl } from '../lm/openai.js';
 import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
 import { createApp } from './app.js';
 
@@ -46,7 +45,7 @@ export interface RunningServer {
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? DEFAULTS.server.host;
-  if (!options.authToken && !isLoopbackUrl(`http://${host.includes(':') ? `[${host}]` : host}/`)) {
+  if (!options.authToken && !listensOnLoopbackOnly(host)) {
     throw new ConfigurationError(
       `Refusing to serve on ${host} without a token: anyone who can reach it could run models on your key and code in its sandboxes. ` +
         'Set --auth-token (or RLM_AUTH_TOKEN), or bind to 127.0.0.1.',
@@ -76,6 +75,11 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     close: (graceMs = DEFAULTS.server.shutdownGraceMs) => closeGracefully(server as import('node:http').Server, completions, graceMs),
   };
+}
+
+/** 0.0.0.0 and :: listen on every interface; only these stay on this machine. */
+function listensOnLoopbackOnly(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /** One RLM per root and sub model pair, so setup files load once, not per request. */

@@ -1,0 +1,139 @@
+import OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { serve } from '../../src/index.js';
+import { workerPids } from '../processes.js';
+import { repl, rlmServer } from './helpers.js';
+
+async function post(url: string, body: string, headers: Record<string, string> = {}) {
+  const response = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as { error: { message: string; type: string; param: string | null; code: string } } };
+}
+
+describe('bad input gets an OpenAI error object with the right status', () => {
+  it('malformed JSON, missing or empty messages, unknown roles', async () => {
+    const { server } = await rlmServer({ root: ['FINAL(x)'] });
+    const malformed = await post(server.url, '{"model": "root", "messages": [');
+    expect(malformed.status).toBe(400);
+    expect(malformed.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json' });
+    const missing = await post(server.url, JSON.stringify({ model: 'root' }));
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.param).toBe('messages');
+    const empty = await post(server.url, JSON.stringify({ model: 'root', messages: [] }));
+    expect(empty.status).toBe(400);
+    expect(empty.body.error.message).toContain('at least one message');
+    const role = await post(server.url, JSON.stringify({ model: 'root', messages: [{ role: 'wizard', content: 'hi' }] }));
+    expect(role.status).toBe(400);
+    expect(role.body.error.message).toMatch(/unknown role/);
+  });
+
+  it('a body over the limit: 413', async () => {
+    const { server } = await rlmServer({ root: ['FINAL(x)'] }, { maxBodyBytes: 10_000 });
+    const big = await post(server.url, JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'x'.repeat(20_000) }] }));
+    expect(big.status).toBe(413);
+    expect(big.body.error.code).toBe('request_too_large');
+  });
+
+  it('a missing or wrong token: 401', async () => {
+    const { server } = await rlmServer({ root: ['FINAL(x)'] }, { authToken: 'right-token' });
+    const body = JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
+    expect((await post(server.url, body)).status).toBe(401);
+    expect((await post(server.url, body, { authorization: 'Bearer wrong' })).status).toBe(401);
+    const models = await fetch(`${server.url}/v1/models`, { headers: { authorization: 'Bearer right-token' } });
+    expect(models.status).toBe(200);
+  });
+
+  it('refuses to listen off loopback without a token, and says why', async () => {
+    await expect(serve({ host: '0.0.0.0', port: 0, run: { baseURL: 'http://127.0.0.1:9/v1' } })).rejects.toThrow(/Refusing to serve on 0\.0\.0\.0 without a token/);
+  });
+
+  it('more runs than the cap: 429 with retry-after', async () => {
+    const { client, server } = await rlmServer({ root: () => ({ content: repl('FINAL("slow")'), delayMs: 600 }) }, { maxConcurrentRuns: 1 });
+    const first = client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const second = await post(server.url, JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'q' }] }));
+    expect(second.status).toBe(429);
+    expect(second.headers.get('retry-after')).toBe('1');
+    expect((await first).choices[0]!.message.content).toBe('slow');
+  });
+});
+
+describe('the wire format', () => {
+  it('frames SSE as OpenAI does: data lines, tool call deltas with index, id and name first, [DONE]', async () => {
+    const { server } = await rlmServer({ root: [{ content: null, toolCalls: [{ id: 'u1', name: 'lookup', arguments: { key: 'k'.repeat(1_500) } }] }] });
+    const response = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'root', stream: true, messages: [{ role: 'user', content: 'q' }], tools: [{ type: 'function', function: { name: 'lookup' } }] }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const text = await response.text();
+    const events = text.split('\n\n').filter((event) => event.trim() !== '');
+    for (const event of events) expect(event).toMatch(/^data: /);
+    expect(events.at(-1)).toBe('data: [DONE]');
+    const chunks = events.slice(0, -1).map((event) => JSON.parse(event.slice('data: '.length)));
+    expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' });
+    const calls = chunks.flatMap((chunk) => chunk.choices[0]?.delta.tool_calls ?? []);
+    expect(calls[0]).toMatchObject({ index: 0, id: expect.stringMatching(/^call_/), type: 'function', function: { name: 'lookup', arguments: '' } });
+    expect(calls.slice(1).every((piece: { index: number; id?: string }) => piece.index === 0 && piece.id === undefined)).toBe(true);
+    expect(calls.map((piece: { function: { arguments: string } }) => piece.function.arguments).join('')).toBe(JSON.stringify({ key: 'k'.repeat(1_500) }));
+    expect(chunks.at(-1).choices[0].finish_reason).toBe('tool_calls');
+  });
+});
+
+describe('load and cancellation', () => {
+  it('answers 50 concurrent completions without errors, and leaves no sandbox behind', async () => {
+    const { client } = await rlmServer({ root: (request) => (JSON.stringify(request.body.messages).includes('REPL output') ? 'FINAL(ok)' : repl('print(1)')) }, { maxConcurrentRuns: 64 });
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, index) => client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: `question ${index}` }] })),
+    );
+    expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(Array(50).fill('ok'));
+    // Only the pool's warm spares may remain: every run's sandbox was stopped.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(workerPids().length).toBeLessThanOrEqual(5);
+  }, 60_000);
+
+  it('cancels the run of a client that disconnects', async () => {
+    let rootCalls = 0;
+    const { server } = await rlmServer({
+      root: () => {
+        rootCalls++;
+        return { content: repl('print(1)'), delayMs: 300 };
+      },
+    });
+    const controller = new AbortController();
+    const request = fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'q' }] }),
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    controller.abort();
+    await request;
+    const callsAtDisconnect = rootCalls;
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(rootCalls).toBeLessThanOrEqual(callsAtDisconnect + 1);
+    const health = (await (await fetch(`${server.url}/health`)).json()) as { running: number };
+    expect(health.running).toBe(0);
+  });
+});
+
+describe('model names', () => {
+  it('splits root:sub, and never a name the upstream lists whole', async () => {
+    const seen: string[] = [];
+    const { client, upstream } = await rlmServer({
+      models: ['root', 'sub', 'qwen2.5:7b'],
+      root: [repl('print(llm_query("hi"))'), 'FINAL(a)', repl('print(1)'), 'FINAL(b)'],
+      sub: (prompt) => {
+        seen.push(prompt);
+        return 'sub says hi';
+      },
+    });
+    await client.chat.completions.create({ model: 'root:sub', messages: [{ role: 'user', content: 'q' }] });
+    expect(upstream.requests.map((request) => request.body.model)).toEqual(['root', 'sub', 'root']);
+    expect(seen).toEqual(['hi']);
+    await client.chat.completions.create({ model: 'qwen2.5:7b', messages: [{ role: 'user', content: 'q' }] });
+    // The whole name was the root model (and, with no sub model named, the sub model too).
+    expect(new Set(upstream.requests.slice(3).map((request) => request.body.model))).toEqual(new Set(['qwen2.5:7b']));
+  });
+});
