@@ -2,7 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { RlmError } from '../index.js';
 import { addRunOptionFlags, collect } from './run-options.js';
 import { DEFAULT_MODEL, runCommand, type CommandIo, type RunFlags } from './run-command.js';
-import { number } from './run-options.js';
+import { number, port } from './run-options.js';
 import { serveCommand, SERVE_EXAMPLES, type ServeFlags } from './serve-command.js';
 import { EXIT } from './usage-error.js';
 
@@ -51,7 +51,7 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .command('serve')
     .description('serve RLM as an OpenAI-compatible model: POST /v1/chat/completions')
     .option('--host <address>', 'address to listen on (default: 127.0.0.1; others need --auth-token)')
-    .option('--port <n>', 'port to listen on (default: 8000)', number('integer'))
+    .option('--port <n>', 'port to listen on (default: 8000; 0: any free port)', port)
     .option('--auth-token <token>', 'clients must send it as a bearer token (default: RLM_AUTH_TOKEN)')
     .option('--max-concurrent-runs <n>', 'chat completions answered at once; more get 429 (default: 32)', number('integer'))
     .option('--max-body-mb <mb>', 'largest request body (default: 256)', number('positive'))

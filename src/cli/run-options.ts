@@ -32,6 +32,13 @@ export function number(kind: 'integer' | 'positive') {
   };
 }
 
+/** A TCP port; 0 asks for any free one. */
+export function port(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65_535) throw new InvalidArgumentError('expected a port number from 0 to 65535 (0: any free port).');
+  return parsed;
+}
+
 export const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
 function collectPrice(value: string, previous: PriceTable | undefined): PriceTable {

@@ -36,7 +36,7 @@ export async function serveCommand(flags: ServeFlags, io: CommandIo): Promise<nu
   const server = await serve({
     run,
     ...(flags.host && { host: flags.host }),
-    ...(flags.port && { port: flags.port }),
+    ...(flags.port !== undefined && { port: flags.port }),
     authToken: flags.authToken ?? io.env.RLM_AUTH_TOKEN,
     ...(flags.maxConcurrentRuns && { maxConcurrentRuns: flags.maxConcurrentRuns }),
     ...(flags.maxBodyMb && { maxBodyBytes: Math.round(flags.maxBodyMb * 2 ** 20) }),

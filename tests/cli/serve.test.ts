@@ -1,0 +1,47 @@
+import { spawn } from 'node:child_process';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { BIN, repl, runCli, scratch } from './helpers.js';
+
+let upstream: FakeOpenAIServer;
+beforeAll(async () => {
+  upstream = await startFakeOpenAIServer({
+    reply: (request) => (JSON.stringify(request.body.messages).includes('REPL output') ? 'FINAL(served)' : { content: repl('print(1)'), delayMs: 300 }),
+  });
+});
+afterAll(() => upstream.close());
+
+describe('rlm serve', () => {
+  it('serves chat completions, and on SIGTERM lets the request in progress finish before it stops', async () => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--base-url', upstream.baseURL, '--port', '0'], {
+      env: { PATH: process.env.PATH ?? '', HOME: scratch },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        const match = /serving an OpenAI-compatible API at (\S+)\/v1/.exec(stderr);
+        if (match) resolve(match[1]!);
+      });
+      child.on('exit', () => reject(new Error(`rlm serve exited: ${stderr}`)));
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const inProgress = client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    child.kill('SIGTERM');
+    expect((await inProgress).choices[0]!.message.content).toBe('served');
+    expect(await exited).toBe(0);
+    expect(stderr).toContain('rlm: shutting down: no new requests');
+    expect(stderr).toContain('rlm: stopped.');
+  });
+
+  it('refuses to listen on every interface without a token (exit 2)', async () => {
+    const result = await runCli(['serve', '--base-url', upstream.baseURL, '--host', '0.0.0.0', '--port', '0']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Refusing to serve on 0.0.0.0 without a token');
+    expect(result.stderr).toContain('--auth-token');
+  });
+});
