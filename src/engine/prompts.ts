@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { DEFAULTS } from '../defaults.js';
 import { InstallationError } from '../errors.js';
 import { packageRoot } from '../paths.js';
+import type { ToolSpec } from '../lm/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { CodeBlockRecord } from './events.js';
 
@@ -27,6 +28,7 @@ const MESSAGE_NAMES = [
   'context-array',
   'context-object',
   'context-other',
+  'caller-tools',
 ] as const;
 export type MessageName = (typeof MESSAGE_NAMES)[number];
 
@@ -87,6 +89,8 @@ export interface SystemPromptSettings {
   depth: number;
   canRecurse: boolean;
   tools: ToolRegistry;
+  /** Tools of the caller (see CallerTools): asynchronous in code, native to the root model. */
+  callerTools: ToolSpec[];
 }
 
 export function systemPrompt(settings: SystemPromptSettings): string {
@@ -98,8 +102,16 @@ export function systemPrompt(settings: SystemPromptSettings): string {
     recursion_note: settings.canRecurse
       ? 'Child runs cost more than llm_query: use them for real subtasks.'
       : 'Recursion is not available at this depth: it behaves like `llm_query`.',
-    tools_section: toolsSection(settings.tools),
+    tools_section: [toolsSection(settings.tools), callerToolsSection(settings.callerTools)].filter(Boolean).join('\n'),
   });
+}
+
+function callerToolsSection(specs: ToolSpec[]): string {
+  if (specs.length === 0) return '';
+  const list = specs.map((spec) =>
+    message('tool', { name: spec.function.name, description: spec.function.description ?? '', parameters: JSON.stringify(spec.function.parameters ?? {}) }),
+  );
+  return message('caller-tools', { tool_list: list.join('\n') });
 }
 
 function toolsSection(tools: ToolRegistry): string {

@@ -449,6 +449,7 @@ export class Run implements ParentRun {
       depth: this.depth,
       canRecurse: this.depth + 1 < settings.maxDepth,
       tools: settings.tools,
+      callerTools: this.placement.callerTools?.specs ?? [],
     });
   }
 
