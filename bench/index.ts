@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
 import { runSandboxBench } from './sandbox.js';
+import { runServerBench } from './server.js';
 
-const benches: Record<string, () => Promise<void>> = { sandbox: runSandboxBench, lm: runLmBench, engine: runEngineBench };
+const benches: Record<string, () => Promise<void>> = { sandbox: runSandboxBench, lm: runLmBench, engine: runEngineBench, server: runServerBench };
 const chosen = process.argv.slice(2);
 if (chosen.length === 1 && benches[chosen[0]!]) {
   await benches[chosen[0]!]!();
