@@ -4,6 +4,14 @@ import { abortOnStopSignals } from './stop-signals.js';
 
 const interrupt = abortOnStopSignals();
 
+// A reader that stops early (`rlm run ... | head`) closes the pipe: the output simply ends there.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(0);
+  });
+}
+
 // A terminal or an idle pipe may never end: a stop signal ends the read instead, also one that came
 // before the read began.
 const readStdin = async () => {
@@ -16,7 +24,7 @@ const readStdin = async () => {
   try {
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks).toString('utf8');
+    return Buffer.concat(chunks);
   } finally {
     interrupt.removeEventListener('abort', stopReading);
   }

@@ -5,71 +5,152 @@ import { UsageError } from './usage-error.js';
 /** Folders a directory context skips: version control and dependency trees are never the point. */
 const SKIPPED_FOLDERS = new Set(['.git', 'node_modules', '.hg', '.svn']);
 
+export type ContextFormat = 'text' | 'json' | 'jsonl';
+
+export interface ContextSources {
+  /** `--context` arguments: files, folders, `-` for standard input. */
+  sources: string[];
+  /** Reads standard input as bytes (once). */
+  readStdin: () => Promise<Buffer>;
+  /** `--format`: how to read every context, instead of by extension (files) or content (stdin). */
+  format?: ContextFormat | undefined;
+  /** Says what was done that the user should know (a file decoded as Latin-1, binary files skipped). */
+  notice: (text: string) => void;
+}
+
 /**
  * Turns `--context` arguments into the value the sandbox receives: one argument gives its value,
- * several give an array of values. A text file is a string, `.json` is parsed, `.jsonl` is an array
- * of parsed lines, a directory is an array of `{ path, content }`, and `-` is standard input.
+ * several give an array of values. A file is read by its extension (`.json` parsed, `.jsonl` an
+ * array of parsed lines, anything else text), standard input by its content (JSON, JSON Lines or
+ * text), and a folder is an array of `{ path, content }` of its text files.
  */
-export async function loadContexts(sources: string[], readStdin: () => Promise<string>): Promise<unknown> {
+export async function loadContexts({ sources, readStdin, format, notice }: ContextSources): Promise<unknown> {
+  if (sources.filter((source) => source === '-').length > 1) {
+    throw new UsageError('Standard input can be read only once: pass --context - a single time.');
+  }
   const values: unknown[] = [];
-  for (const source of sources) values.push(source === '-' ? await readStdin() : loadPath(source));
+  for (const source of sources) {
+    if (source === '-') values.push(parseText(decode(await readStdin(), 'standard input', notice), format ?? detectFormat, 'standard input'));
+    else values.push(loadPath(source, format, notice));
+  }
   return values.length === 1 ? values[0] : values;
 }
 
-function loadPath(path: string): unknown {
+function loadPath(path: string, format: ContextFormat | undefined, notice: (text: string) => void): unknown {
   let stats;
   try {
     stats = statSync(path);
   } catch {
     throw new UsageError(`Context file not found: ${path}. Pass an existing file or folder, or - for standard input.`);
   }
-  if (stats.isDirectory()) return loadDirectory(path);
-  const text = readText(path);
+  if (stats.isDirectory()) return loadDirectory(path, notice);
+  const bytes = readBytes(path);
+  if (looksBinary(bytes)) {
+    throw new UsageError(`Context file ${path} looks binary (it has NUL bytes), not text: rlm reads text, JSON and JSON Lines. Convert it to text first.`);
+  }
+  return parseText(decode(bytes, path, notice), format ?? formatByExtension(path), path);
+}
+
+function formatByExtension(path: string): ContextFormat {
   const extension = extname(path).toLowerCase();
-  if (extension === '.json') {
+  if (extension === '.json') return 'json';
+  return extension === '.jsonl' || extension === '.ndjson' ? 'jsonl' : 'text';
+}
+
+/** Standard input has no extension: JSON if it parses as one value, JSON Lines if every line does. */
+function detectFormat(text: string): ContextFormat {
+  const trimmed = text.trim();
+  if (!/^[[{]/.test(trimmed)) return 'text';
+  try {
+    JSON.parse(trimmed);
+    return 'json';
+  } catch {
+    const lines = trimmed.split('\n').filter((line) => line.trim() !== '');
+    return lines.length > 1 && lines.every(isJson) ? 'jsonl' : 'text';
+  }
+}
+
+function isJson(line: string): boolean {
+  try {
+    JSON.parse(line);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function parseText(text: string, format: ContextFormat | ((text: string) => ContextFormat), label: string): unknown {
+  const chosen = typeof format === 'function' ? format(text) : format;
+  if (chosen === 'text') return text;
+  if (chosen === 'json') {
     try {
       return JSON.parse(text);
     } catch (error) {
-      throw new UsageError(`Context file ${path} is not valid JSON: ${(error as Error).message}`);
+      throw new UsageError(`Context ${label} is not valid JSON: ${(error as Error).message}`);
     }
   }
-  if (extension === '.jsonl' || extension === '.ndjson') {
-    return text
-      .split('\n')
-      .map((line, index) => ({ line: line.trim(), number: index + 1 }))
-      .filter(({ line }) => line !== '')
-      .map(({ line, number }) => {
-        try {
-          return JSON.parse(line) as unknown;
-        } catch (error) {
-          throw new UsageError(`Context file ${path}, line ${number}, is not valid JSON: ${(error as Error).message}`);
-        }
-      });
-  }
-  return text;
+  return text
+    .split('\n')
+    .map((line, index) => ({ line: line.trim(), number: index + 1 }))
+    .filter(({ line }) => line !== '')
+    .map(({ line, number }) => {
+      try {
+        return JSON.parse(line) as unknown;
+      } catch (error) {
+        throw new UsageError(`Context ${label}, line ${number}, is not valid JSON: ${(error as Error).message}`);
+      }
+    });
 }
 
-function loadDirectory(root: string): { path: string; content: string }[] {
+function loadDirectory(root: string, notice: (text: string) => void): { path: string; content: string }[] {
   const files: { path: string; content: string }[] = [];
+  let binary = 0;
   const visit = (folder: string) => {
     for (const entry of readdirSync(folder, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const full = join(folder, entry.name);
       if (entry.isDirectory()) {
         if (!SKIPPED_FOLDERS.has(entry.name)) visit(full);
       } else if (entry.isFile()) {
-        const content = readText(full);
-        if (!content.includes('\u0000')) files.push({ path: relative(root, full), content }); // binary files are skipped
+        const bytes = readBytes(full);
+        if (looksBinary(bytes)) binary++;
+        else files.push({ path: relative(root, full), content: decode(bytes, full, notice) });
       }
     }
   };
   visit(root);
+  if (binary > 0) notice(`skipped ${binary} binary file${binary === 1 ? '' : 's'} in ${root}`);
   return files;
 }
 
-function readText(path: string): string {
+function readBytes(path: string): Buffer {
   try {
-    return readFileSync(path, 'utf8');
+    return readFileSync(path);
   } catch (error) {
     throw new UsageError(`Cannot read context file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+/** NUL bytes in the first 8 KB mean binary, except in UTF-16, where every ASCII character has one. */
+function looksBinary(bytes: Buffer): boolean {
+  return utf16Order(bytes) === undefined && bytes.subarray(0, 8_192).includes(0);
+}
+
+function utf16Order(bytes: Buffer): 'le' | 'be' | undefined {
+  if (bytes[0] === 0xff && bytes[1] === 0xfe) return 'le';
+  if (bytes[0] === 0xfe && bytes[1] === 0xff) return 'be';
+  return undefined;
+}
+
+/** UTF-8 (the usual case), UTF-16 with a byte order mark, or else Latin-1, said as a notice. */
+function decode(bytes: Buffer, label: string, notice: (text: string) => void): string {
+  const order = utf16Order(bytes);
+  const body = bytes.subarray(2, bytes.length - ((bytes.length - 2) % 2));
+  if (order === 'le') return body.toString('utf16le');
+  if (order === 'be') return Buffer.from(body).swap16().toString('utf16le');
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
+  } catch {
+    notice(`${label} is not valid UTF-8: read it as Latin-1 (ISO-8859-1)`);
+    return bytes.toString('latin1');
   }
 }

@@ -33,8 +33,9 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
   const run = program
     .command('run')
     .description('answer a question about one or more context files')
-    .argument('[question]', 'the question to answer (or use --query)')
+    .argument('[question...]', 'the question to answer (or use --query); unquoted words are joined')
     .option('-c, --context <path|->', 'input file, folder, or - for stdin (repeatable)', collect)
+    .addOption(new Option('--format <format>', 'read every context as text, json or jsonl (default: by file extension; stdin by content)').choices(['text', 'json', 'jsonl']))
     .option('-q, --query <question>', 'the question (instead of the positional argument)')
     .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULT_MODEL})`))
     .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
@@ -43,7 +44,7 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .option('--quiet', 'no progress output on stderr')
     .option('--verbose', 'also show the model replies and block outputs on stderr')
     .addHelpText('after', RUN_EXAMPLES)
-    .action(async (question: string | undefined, flags: RunFlags) => {
+    .action(async (question: string[], flags: RunFlags) => {
       setExitCode(await runCommand(question, flags, io));
     });
 
@@ -89,6 +90,9 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
     return exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
+      if (error.code === 'commander.unknownOption' && argv[0]?.startsWith('-')) {
+        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve)\n`);
+      }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }
     if (error instanceof RlmError && (error.code === 'usage_error' || error.code === 'configuration_error' || error.code === 'missing_api_key')) {

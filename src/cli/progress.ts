@@ -19,7 +19,8 @@ export class ProgressView {
   private iteration = 0;
   private maxIterations = 0;
   private block: { iteration: number; index: number; started: number } | undefined;
-  private subcallsRunning = 0;
+  private subcallsQueued = 0;
+  private readonly subcallsRunning = new Set<string>();
   private subcallsDone = 0;
   private childrenRunning = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -48,11 +49,18 @@ export class ProgressView {
         if (this.mode === 'lines') this.line(`iteration ${event.iteration}/${event.maxIterations}`);
         break;
       case 'llm-call-start':
-        if (event.purpose === 'sub') this.subcallsRunning++;
+        if (event.purpose === 'sub') this.subcallsQueued++;
+        break;
+      case 'llm-call-running':
+        if (event.purpose === 'sub') {
+          this.subcallsQueued--;
+          this.subcallsRunning.add(event.callId);
+        }
         break;
       case 'llm-call-end':
         if (event.purpose === 'sub') {
-          this.subcallsRunning--;
+          // A call that failed in the queue never ran.
+          if (!this.subcallsRunning.delete(event.callId)) this.subcallsQueued--;
           this.subcallsDone++;
         }
         if (event.response) this.countUsage(event.response.usage, event.costUsd);
@@ -119,7 +127,8 @@ export class ProgressView {
     const { usage } = this;
     const parts = [`iteration ${this.iteration}/${this.maxIterations}`];
     if (this.block) parts.push(`block ${this.block.index} running ${seconds(Date.now() - this.block.started)}`);
-    parts.push(`sub-calls ${this.subcallsRunning} running, ${this.subcallsDone} done`);
+    const queued = this.subcallsQueued > 0 ? `, ${this.subcallsQueued} queued` : '';
+    parts.push(`sub-calls ${this.subcallsRunning.size} running${queued}, ${this.subcallsDone} done`);
     if (this.childrenRunning > 0) parts.push(`${this.childrenRunning} child runs`);
     parts.push(`${formatTokens(usage.tokens)} tokens`, formatCost(usage.costUsd, usage.costComplete), seconds(Date.now() - this.started));
     return parts.join(' · ');
@@ -133,7 +142,8 @@ export class ProgressView {
 
   private redraw(): void {
     if (this.mode !== 'live' || this.iteration === 0 || this.timer === undefined) return;
-    const width = Math.max(20, (this.output.columns ?? 100) - 1);
+    // Some terminals report 0 columns: take that as unknown, not as room for nothing.
+    const width = Math.max(20, (this.output.columns || 100) - 1);
     this.output.write(`\r\x1b[2K${truncate(this.status(), width)}`);
     this.statusShown = true;
   }
@@ -171,5 +181,7 @@ function formatTokens(count: number): string {
 }
 
 function formatCost(usd: number, complete: boolean): string {
-  return `$${usd.toFixed(usd < 1 ? 4 : 2)}${complete ? '' : ' (some models unpriced)'}`;
+  if (!complete && usd === 0) return 'cost unknown (no prices for these models)';
+  const amount = `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+  return complete ? amount : `${amount} + unpriced models`;
 }

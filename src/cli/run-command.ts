@@ -1,5 +1,5 @@
 import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult } from '../index.js';
-import { loadContexts } from './contexts.js';
+import { loadContexts, type ContextFormat } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';
 import { Interruption } from './stop-signals.js';
@@ -8,6 +8,7 @@ import { EXIT, UsageError } from './usage-error.js';
 /** The flags of `rlm run`, as commander parses them. */
 export interface RunFlags extends RunOptionFlags {
   context?: string[];
+  format?: ContextFormat;
   query?: string;
   model?: string;
   subModel?: string;
@@ -21,7 +22,7 @@ export interface CommandIo {
   stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
   env: NodeJS.ProcessEnv;
   /** Rejects with the interrupt's reason when it is aborted: standard input may never end. */
-  readStdin: () => Promise<string>;
+  readStdin: () => Promise<Buffer>;
   /** Aborted on Ctrl-C or SIGTERM, with an Interruption that says which. */
   interrupt: AbortSignal;
 }
@@ -29,8 +30,12 @@ export interface CommandIo {
 export const DEFAULT_MODEL = DEFAULTS.cli.model;
 
 /** `rlm run`: answers one query and returns the exit code. */
-export async function runCommand(positionalQuery: string | undefined, flags: RunFlags, io: CommandIo): Promise<number> {
-  const query = flags.query ?? positionalQuery;
+export async function runCommand(questionWords: string[], flags: RunFlags, io: CommandIo): Promise<number> {
+  if (flags.query !== undefined && questionWords.length > 0) {
+    throw new UsageError(`Give the question once: with --query or as words after the options, not both (got --query "${flags.query}" and "${questionWords.join(' ')}").`);
+  }
+  // An unquoted question arrives as several words; people mean one question.
+  const query = flags.query ?? (questionWords.length > 0 ? questionWords.join(' ') : undefined);
   const contexts = flags.context ?? [];
   if (contexts.length === 0) throw new UsageError('Give the input with --context <file|folder|->, e.g. rlm run --context report.txt "What changed?"');
   if (query !== undefined && query.trim() === '') throw new UsageError('The question is empty: pass it as the last argument or with --query.');
@@ -40,7 +45,8 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
   await rlm.prepare(); // setup files: a broken one is a usage error, reported before any model call
   let context: unknown;
   try {
-    context = await loadContexts(contexts, io.readStdin);
+    const notice = (text: string) => io.stderr.write(`rlm: ${text}\n`);
+    context = await loadContexts({ sources: contexts, readStdin: io.readStdin, format: flags.format, notice });
   } catch (error) {
     if (io.interrupt.aborted) return reportInterruption(io, 'nothing was run');
     throw error;
@@ -49,14 +55,16 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
   const mode: ProgressMode = flags.quiet ? 'quiet' : io.stderr.isTTY ? 'live' : 'lines';
   const progress = new ProgressView(mode, io.stderr, Boolean(flags.verbose) && !flags.quiet);
   let result: RlmResult | undefined;
+  let logPath: string | undefined;
   try {
     for await (const event of rlm.stream({ context, query, signal: io.interrupt })) {
       progress.handle(event);
+      if (event.type === 'run-start' && event.depth === 0) logPath = event.logPath;
       if (event.type === 'run-end') result = event.result;
     }
   } catch (error) {
     progress.stop();
-    if (io.interrupt.aborted) return reportInterruption(io, 'sandboxes stopped and the log is complete up to the last iteration');
+    if (io.interrupt.aborted) return reportInterruption(io, `sandboxes stopped${logPath ? ` and the log is complete up to the last iteration: ${logPath}` : ''}`);
     return reportFailure(error, flags, io);
   }
   progress.stop();
@@ -65,6 +73,7 @@ export async function runCommand(positionalQuery: string | undefined, flags: Run
     io.stdout.write(`${JSON.stringify(resultJson(result), null, 2)}\n`);
   } else {
     io.stdout.write(result.response.endsWith('\n') ? result.response : `${result.response}\n`);
+    if (result.logPath) io.stderr.write(`rlm: log: ${result.logPath}\n`);
   }
   return EXIT.ok;
 }

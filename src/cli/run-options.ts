@@ -72,10 +72,13 @@ export function addRunOptionFlags(command: Command): Command {
 
 /** The RLM options the run flags ask for (models aside). */
 export function runOptionsFromFlags(flags: RunOptionFlags, env: NodeJS.ProcessEnv): Omit<RLMOptions, 'model' | 'subModel'> {
-  const baseURL = flags.baseUrl ?? env.OPENAI_BASE_URL;
+  const baseURL = checkedUrl(flags.baseUrl ?? env.OPENAI_BASE_URL, flags.baseUrl ? '--base-url' : 'OPENAI_BASE_URL');
   const apiKey = flags.apiKey ?? env.OPENAI_API_KEY;
+  if (flags.memoryLimit !== undefined && flags.memoryLimit < MIN_MEMORY_MB) {
+    throw new UsageError(`--memory-limit ${flags.memoryLimit}: the sandbox needs at least ${MIN_MEMORY_MB} MB of heap (the limit is in MB).`);
+  }
   const sandbox = {
-    ...(flags.blockTimeout !== undefined && { blockTimeoutMs: Math.round(flags.blockTimeout * 1000) }),
+    ...(flags.blockTimeout !== undefined && { blockTimeoutMs: milliseconds(flags.blockTimeout, '--block-timeout') }),
     ...(flags.memoryLimit !== undefined && { memoryLimitMb: flags.memoryLimit }),
   };
   return {
@@ -86,9 +89,9 @@ export function runOptionsFromFlags(flags: RunOptionFlags, env: NodeJS.ProcessEn
     ...(flags.maxConcurrency !== undefined && { maxConcurrency: flags.maxConcurrency }),
     ...(flags.maxBudget !== undefined && { maxBudgetUsd: flags.maxBudget }),
     ...(flags.price && { prices: flags.price }),
-    ...(flags.requestTimeout !== undefined && { requestTimeoutMs: Math.round(flags.requestTimeout * 1000) }),
-    ...(flags.idleTimeout !== undefined && { idleTimeoutMs: Math.round(flags.idleTimeout * 1000) }),
-    ...(flags.maxTime !== undefined && { maxTimeMs: Math.round(flags.maxTime * 1000) }),
+    ...(flags.requestTimeout !== undefined && { requestTimeoutMs: milliseconds(flags.requestTimeout, '--request-timeout') }),
+    ...(flags.idleTimeout !== undefined && { idleTimeoutMs: milliseconds(flags.idleTimeout, '--idle-timeout') }),
+    ...(flags.maxTime !== undefined && { maxTimeMs: milliseconds(flags.maxTime, '--max-time') }),
     sandbox,
     ...(flags.setup && { setup: flags.setup }),
     ...(flags.systemPrompt && { systemPrompt: readPromptFile(flags.systemPrompt) }),
@@ -100,6 +103,31 @@ function readPromptFile(path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new UsageError(`Cannot read --system-prompt file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message;
+    throw new UsageError(`Cannot read --system-prompt file ${path}: ${reason}.`);
   }
+}
+
+const MIN_MEMORY_MB = 16;
+
+/** Seconds from a flag in whole milliseconds; what rounds to nothing is refused in the flag's terms. */
+function milliseconds(seconds: number, flag: string): number {
+  const ms = Math.round(seconds * 1000);
+  if (ms < 1) throw new UsageError(`${flag} ${seconds}: the time is in seconds and must be at least 0.001 (one millisecond).`);
+  return ms;
+}
+
+/** An endpoint must be a whole URL: "localhost:9/v1" would otherwise surface later as a key problem. */
+function checkedUrl(value: string | undefined, source: string): string | undefined {
+  if (value === undefined) return undefined;
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(value);
+  } catch {
+    // reported below
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new UsageError(`${source} ${value} is not an http(s) URL: write it in full, e.g. http://${value.replace(/^[a-z]+:\/\//i, '')}`);
+  }
+  return value;
 }

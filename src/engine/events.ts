@@ -58,7 +58,7 @@ export interface RunInfo {
 
 /** Everything `rlm.stream()` yields, in order. Child runs report with their own runId and depth. */
 export type RlmEvent =
-  | (RunInfo & { type: 'run-start'; model: string; parentRunId?: string | undefined; query?: string | undefined })
+  | (RunInfo & { type: 'run-start'; model: string; parentRunId?: string | undefined; query?: string | undefined; logPath?: string | undefined })
   | (RunInfo & { type: 'iteration-start'; iteration: number; maxIterations: number })
   | (RunInfo & { type: 'iteration-end'; iteration: number; record: IterationRecord })
   | (RunInfo & { type: 'code-start'; iteration: number; block: number; code: string; language: 'js' | 'ts' })

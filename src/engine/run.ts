@@ -129,7 +129,7 @@ export class Run implements ParentRun {
   /** Runs turns until the root model gives a final answer, a limit stops the run, or turns run out. */
   async complete(input: RunInput): Promise<RunOutcome> {
     const { settings, budget } = this.tree;
-    this.emit({ type: 'run-start', model: this.rootModel, parentRunId: this.placement.parentRunId, query: input.query });
+    this.emit({ type: 'run-start', model: this.rootModel, parentRunId: this.placement.parentRunId, query: input.query, logPath: this.placement.logger?.path });
     const signal = this.placement.parentSignal ? AbortSignal.any([budget.signal, this.placement.parentSignal]) : budget.signal;
     const { sandboxReady, firstMessage } = this.startSandbox(input.context, signal);
     try {

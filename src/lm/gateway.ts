@@ -5,7 +5,10 @@ import type { ChatRequest, ChatResponse } from './types.js';
 import type { UsageTracker } from './usage.js';
 
 export type ModelCallEvent =
+  /** The call was made; it may wait in its model's queue (see llm-call-running). */
   | { type: 'llm-call-start'; callId: string; model: string; depth: number; purpose: 'root' | 'sub'; request: Omit<ChatRequest, 'signal'> }
+  /** The call left the queue: its request is being sent. */
+  | { type: 'llm-call-running'; callId: string; model: string; depth: number; purpose: 'root' | 'sub' }
   | {
       type: 'llm-call-end';
       callId: string;
@@ -79,6 +82,7 @@ export class ModelGateway {
         () => {
           guard?.beforeCall(request.model);
           inFlight = true;
+          onEvent?.({ type: 'llm-call-running', callId, model: request.model, depth: base.depth, purpose: base.purpose });
           return models.getModel(request.model).chat({ ...request, signal });
         },
         signal,

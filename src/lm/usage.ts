@@ -63,13 +63,19 @@ export class UsageTracker {
     for (const [model, entry] of this.models) {
       const price = findPrice(model, this.prices);
       const cost = price ? costUsd(price, entry.inputTokens, entry.outputTokens) : null;
-      byModel[model] = { ...entry, costUsd: cost };
+      byModel[model] = { ...entry, costUsd: cost === null ? null : roundUsd(cost) };
       totals.calls += entry.calls;
       totals.inputTokens += entry.inputTokens;
       totals.outputTokens += entry.outputTokens;
       if (cost === null) totals.costComplete = false;
       else totals.costUsd += cost;
     }
+    totals.costUsd = roundUsd(totals.costUsd);
     return totals;
   }
+}
+
+/** Sums of float prices pick up noise (0.0000024500000000000003): ten decimals are more than any price has. */
+function roundUsd(usd: number): number {
+  return Math.round(usd * 1e10) / 1e10;
 }

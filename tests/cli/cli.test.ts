@@ -271,7 +271,7 @@ describe('exit codes and errors', () => {
     expect(badNumber.stderr).toContain('expected a whole number greater than 0');
     const tooSmall = await rlm([...base(), '--context', textFile('d2.txt', 'x'), '--memory-limit', '4', 'q']);
     expect(tooSmall.code).toBe(2);
-    expect(tooSmall.stderr).toContain('sandbox.memoryLimitMb');
+    expect(tooSmall.stderr).toContain('--memory-limit 4: the sandbox needs at least 16 MB of heap (the limit is in MB).');
     const badJson = await rlm([...base(), '--context', textFile('bad.json', '{oops'), 'q']);
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toContain('is not valid JSON');

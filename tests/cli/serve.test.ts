@@ -2,12 +2,13 @@ import { spawn } from 'node:child_process';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { sawOutput } from '../server/helpers.js';
 import { BIN, repl, runCli, scratch } from './helpers.js';
 
 let upstream: FakeOpenAIServer;
 beforeAll(async () => {
   upstream = await startFakeOpenAIServer({
-    reply: (request) => (JSON.stringify(request.body.messages).includes('REPL output') ? 'FINAL(served)' : { content: repl('print(1)'), delayMs: 300 }),
+    reply: (request) => (sawOutput(request) ? 'FINAL(served)' : { content: repl('print(1)'), delayMs: 300 }),
   });
 });
 afterAll(() => upstream.close());

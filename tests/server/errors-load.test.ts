@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { serve } from '../../src/index.js';
 import { workerPids } from '../processes.js';
-import { repl, rlmServer } from './helpers.js';
+import { repl, rlmServer, sawOutput } from './helpers.js';
 
 async function post(url: string, body: string, headers: Record<string, string> = {}) {
   const response = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
@@ -82,11 +82,12 @@ describe('the wire format', () => {
 
 describe('load and cancellation', () => {
   it('answers 50 concurrent completions without errors, and leaves no sandbox behind', async () => {
-    const { client } = await rlmServer({ root: (request) => (JSON.stringify(request.body.messages).includes('REPL output') ? 'FINAL(ok)' : repl('print(1)')) }, { maxConcurrentRuns: 64 });
+    const { client, rootRequests } = await rlmServer({ root: (request) => (sawOutput(request) ? 'FINAL(ok)' : repl('print(1)')) }, { maxConcurrentRuns: 64 });
     const answers = await Promise.all(
       Array.from({ length: 50 }, (_, index) => client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: `question ${index}` }] })),
     );
     expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(Array(50).fill('ok'));
+    expect(rootRequests).toHaveLength(100); // two root calls each: code, then the answer
     // Only the pool's warm spares may remain: every run's sandbox was stopped.
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(workerPids().length).toBeLessThanOrEqual(5);

@@ -44,3 +44,8 @@ export function lastText(request: FakeRequest): string {
 export function seenByRoot(request: FakeRequest): string {
   return JSON.stringify(request.body.messages);
 }
+
+/** Whether the root model has seen a block's output (the system prompt mentions "REPL output" too). */
+export function sawOutput(request: FakeRequest): boolean {
+  return (request.body.messages as { role: string; content?: unknown }[]).some((message) => message.role === 'user' && String(message.content).startsWith('Code executed'));
+}
