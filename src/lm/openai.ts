@@ -120,21 +120,24 @@ function transportFailure(error: unknown, headersReceived: boolean, baseURL: str
   if (headersReceived) {
     return new ModelError("The model's reply stream ended early: the connection closed before the reply was complete.", undefined, { cause: error, retriable: true });
   }
-  const code = causeCode(error);
-  const reason = code === 'ECONNREFUSED' ? 'connection refused' : code === 'ENOTFOUND' ? 'host not found' : code ?? 'connection failed';
+  const { code, message } = rootCause(error);
+  const reason = code === 'ECONNREFUSED' ? 'connection refused' : code === 'ENOTFOUND' ? 'host not found' : (code ?? message);
   return new ModelError(`Model request failed: cannot reach ${baseURL} (${reason}). Check that the server is running and the URL is right.`, undefined, {
     cause: error,
     retriable: true,
   });
 }
 
-/** The system error code (ECONNREFUSED, ...) somewhere down an error's cause chain. */
-function causeCode(error: unknown): string | undefined {
+/** The system error code (ECONNREFUSED, ...) down an error's cause chain, and the deepest message. */
+function rootCause(error: unknown): { code: string | undefined; message: string } {
+  let code: string | undefined;
+  let message = 'connection failed';
   for (let current = error, depth = 0; current && depth < 5; current = (current as { cause?: unknown }).cause, depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+    const value = (current as { code?: unknown }).code;
+    if (typeof value === 'string' && /^E[A-Z]+$/.test(value)) code ??= value;
+    if (typeof (current as Error).message === 'string' && (current as Error).message) message = (current as Error).message;
   }
-  return undefined;
+  return { code, message };
 }
 
 /** A JSON completion, checked: a 200 may still carry an error, no choices, or nothing at all. */

@@ -87,6 +87,11 @@ export function defineTool(options: ZodToolOptions<z.ZodType> | JsonSchemaToolOp
   if (options.parameters !== undefined && (typeof options.parameters !== 'object' || options.parameters === null)) {
     throw new ConfigurationError(`Tool "${name}": parameters must be a zod schema or a JSON Schema object.`);
   }
+  if (isOtherZod(options.parameters)) {
+    throw new ConfigurationError(
+      `Tool "${name}": its parameters are a zod 3 schema (or another zod than 4). rlm needs zod 4: install zod@4 (import { z } from 'zod'), or pass a JSON Schema object.`,
+    );
+  }
 
   const description = options.description?.trim() || `Tool ${name}`;
   const strict = options.strict ?? false;
@@ -129,6 +134,11 @@ export function toTool(value: unknown, origin: string): AnyTool {
   } catch (error) {
     throw new ConfigurationError(`${origin}: ${(error as Error).message}`);
   }
+}
+
+/** zod 3 schemas carry `_def` and `safeParse` but not zod 4's `_zod`: taken as JSON Schema they would validate nothing. */
+function isOtherZod(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && '_def' in value && typeof (value as { safeParse?: unknown }).safeParse === 'function' && !isZodSchema(value);
 }
 
 function withObjectDefaults(schema: JsonSchema): JsonSchema {
