@@ -40,10 +40,16 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
     throw new ConfigurationError(`Cannot read setup file ${path}: ${reason}.`);
   }
 
+  // The bundle is imported from a file, so Node applies its inline source map to stack traces. The
+  // map's paths are relative to the bundle: building for its real place makes them lead back to
+  // the setup file, wherever it lives, also after the temporary folder is gone.
+  const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-'));
+  const bundle = join(folder, `${basename(path).replace(/\.[^.]+$/, '')}.mjs`);
   let code: string;
   try {
     const output = await build({
       entryPoints: [path],
+      outfile: bundle,
       bundle: true,
       write: false,
       format: 'esm',
@@ -56,15 +62,13 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
     });
     code = output.outputFiles[0]!.text;
   } catch (error) {
+    rmSync(folder, { recursive: true, force: true });
     const errors = (error as { errors?: Message[] }).errors ?? [];
     const first = errors[0];
     const where = first?.location ? `${resolve(first.location.file)}:${first.location.line}:${first.location.column + 1}` : path;
     throw new ConfigurationError(`Setup file ${where}: ${first?.text ?? (error as Error).message}`);
   }
 
-  // The bundle is imported from a file, so Node applies its inline source map to stack traces.
-  const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-'));
-  const bundle = join(folder, `${basename(path).replace(/\.[^.]+$/, '')}.mjs`);
   writeFileSync(bundle, code);
   let module: Record<string, unknown>;
   try {

@@ -68,4 +68,9 @@ export const sandboxSetup = 'const FROM_SETUP = 1;';
     await expect(loadSetupFiles([file('empty.ts', 'export const other = 1;')])).rejects.toThrow(/exports neither "tools" nor "sandboxSetup"/);
     await expect(loadSetupFiles([file('badtool.ts', 'export const tools = [{ name: "bad name", execute() {} }];')])).rejects.toThrow(/tool #1: Invalid tool name "bad name"/);
   });
+
+  it('points an error thrown while loading at the setup file and its line, wherever it lives', async () => {
+    const path = file('throws-on-load.ts', 'const answer: number = 41;\n\nthrow new Error(`broken at load ${answer + 1}`);\nexport const tools = [];\n');
+    await expect(loadSetupFiles([path])).rejects.toThrow(`Setup file ${path} failed while loading: broken at load 42 (at ${path}:3:7)`);
+  });
 });
