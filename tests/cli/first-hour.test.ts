@@ -101,6 +101,20 @@ describe('errors in the terms of the flags', () => {
   });
 });
 
+describe('an upstream that refuses the key', () => {
+  it('says HTTP 401 once, with the fix, and no doubled full stop', async () => {
+    const refusing = await startFakeOpenAIServer({ reply: () => ({ status: 401, error: { message: 'Incorrect API key provided.' } }) });
+    try {
+      const result = await runCli(['run', '--base-url', refusing.baseURL, '--api-key', 'sk-wrong', '--model', 'm', '--context', scratchFile('f.txt', 'x'), 'q']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('Model request failed (HTTP 401): Incorrect API key provided. Check the API key.');
+      expect(result.stderr).not.toMatch(/401.*401|\.\./);
+    } finally {
+      await refusing.close();
+    }
+  });
+});
+
 describe('output', () => {
   it('ends quietly when the reader closes the pipe early', async () => {
     const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
