@@ -316,6 +316,10 @@ describe('exit codes and errors', () => {
     expect(result.stdout).toContain('Partial thoughts so far.');
     expect(result.stderr).toContain('Budget reached');
     expect(result.stderr).toContain('the answer above is partial');
+    // With --json the partial answer is a field of the object, and nothing calls it "above".
+    const json = await rlm(['run', '--base-url', server.baseURL, '--model', 'gpt-4o', '--context', textFile('g.txt', 'x'), '--max-budget', '1', '--json', 'q']);
+    expect(JSON.parse(json.stdout)).toMatchObject({ partialAnswer: 'Partial thoughts so far.', error: { code: 'max_budget' } });
+    expect(json.stderr).not.toContain('the answer above is partial');
   });
 
   it('exits 1 when the model keeps failing', async () => {
@@ -350,7 +354,8 @@ describe('exit codes and errors', () => {
         },
       });
       expect(result.code).toBe(130);
-      expect(result.stderr).toContain('rlm: interrupted by SIGINT; sandboxes stopped');
+      expect(result.stderr).toContain('rlm: interrupted by SIGINT; sandboxes stopped and the log is complete up to the last iteration: ');
+      expect(result.stderr).toContain(join(folder, 'interrupted-logs'));
       const [log] = readdirSync(logDir);
       const lines = readFileSync(join(logDir, log!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
       expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'run_end']);

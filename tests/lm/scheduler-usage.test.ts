@@ -94,15 +94,22 @@ describe('usage and cost', () => {
 });
 
 describe('ModelGateway', () => {
-  it('reports start and end of every call with model, depth, tokens, duration and errors', async () => {
+  it('reports start, running and end of every call with model, depth, tokens, duration and errors', async () => {
     const events: ModelCallEvent[] = [];
     const model = new ScriptedModel([{ content: 'fine', usage: { inputTokens: 7, outputTokens: 2 } }, new Error('boom')]);
     const gateway = new ModelGateway({ models: singleModelProvider(model), scheduler: new ModelScheduler(), usage: new UsageTracker(), onEvent: (event) => events.push(event) });
     const child = gateway.child();
     await child.chat({ model: 'sub', messages: [{ role: 'user', content: 'q' }] });
     await expect(child.chat({ model: 'sub', messages: [{ role: 'user', content: 'q' }] })).rejects.toThrow('boom');
-    expect(events.map((event) => `${event.type}@${event.depth}`)).toEqual(['llm-call-start@1', 'llm-call-end@1', 'llm-call-start@1', 'llm-call-end@1']);
-    const [, ok, , failed] = events;
+    expect(events.map((event) => `${event.type}@${event.depth}`)).toEqual([
+      'llm-call-start@1',
+      'llm-call-running@1',
+      'llm-call-end@1',
+      'llm-call-start@1',
+      'llm-call-running@1',
+      'llm-call-end@1',
+    ]);
+    const [, , ok, , , failed] = events;
     expect(ok).toMatchObject({ model: 'sub', response: { usage: { inputTokens: 7, outputTokens: 2 } } });
     expect((ok as { durationMs: number }).durationMs).toBeGreaterThanOrEqual(0);
     expect(failed).toMatchObject({ error: { name: 'Error', message: 'boom' } });
@@ -122,5 +129,16 @@ describe('ScriptedModel', () => {
     const model = new ScriptedModel((request, index) => `${index}:${request.model}`);
     expect((await model.chat({ model: 'x', messages: [] })).content).toBe('0:x');
     expect((await model.chat({ model: 'y', messages: [] })).content).toBe('1:y');
+  });
+});
+
+describe('costs people read', () => {
+  it('carries no float noise', () => {
+    const usage = new UsageTracker({ cheap: { inputPerMillion: 0.35, outputPerMillion: 0.7 } });
+    for (let index = 0; index < 7; index++) usage.record('cheap', { inputTokens: 1, outputTokens: 3 });
+    const summary = usage.summary();
+    expect(summary.costUsd).toBe(0.0000171500);
+    expect(String(summary.costUsd)).toBe('0.00001715');
+    expect(summary.byModel.cheap!.costUsd).toBe(0.00001715);
   });
 });
