@@ -49,24 +49,9 @@ export class ProgressView {
         if (this.mode === 'lines') this.line(`iteration ${event.iteration}/${event.maxIterations}`);
         break;
       case 'llm-call-start':
-        if (event.purpose === 'sub') this.subcallsQueued++;
-        break;
       case 'llm-call-running':
-        if (event.purpose === 'sub') {
-          this.subcallsQueued--;
-          this.subcallsRunning.add(event.callId);
-        }
-        break;
       case 'llm-call-end':
-        if (event.purpose === 'sub') {
-          // A call that failed in the queue never ran.
-          if (!this.subcallsRunning.delete(event.callId)) this.subcallsQueued--;
-          this.subcallsDone++;
-        }
-        if (event.response) this.countUsage(event.response.usage, event.costUsd);
-        if (event.purpose === 'root' && event.depth === 0 && this.verbose && event.response?.content) {
-          this.line(`--- reply (iteration ${this.iteration}) ---\n${event.response.content.trimEnd()}`);
-        }
+        this.countCall(event);
         break;
       case 'code-start':
         if (event.depth === 0) this.block = { iteration: event.iteration, index: event.block + 1, started: Date.now() };
@@ -102,6 +87,30 @@ export class ProgressView {
         break;
     }
     if (this.mode === 'live') this.redraw();
+  }
+
+  /** Sub-calls queued, running and done; usage and cost of every call; the root's replies in verbose mode. */
+  private countCall(event: Extract<RlmEvent, { type: 'llm-call-start' | 'llm-call-running' | 'llm-call-end' }>): void {
+    if (event.type === 'llm-call-start') {
+      if (event.purpose === 'sub') this.subcallsQueued++;
+      return;
+    }
+    if (event.type === 'llm-call-running') {
+      if (event.purpose === 'sub') {
+        this.subcallsQueued--;
+        this.subcallsRunning.add(event.callId);
+      }
+      return;
+    }
+    if (event.purpose === 'sub') {
+      // A call that failed in the queue never ran.
+      if (!this.subcallsRunning.delete(event.callId)) this.subcallsQueued--;
+      this.subcallsDone++;
+    }
+    if (event.response) this.countUsage(event.response.usage, event.costUsd);
+    if (event.purpose === 'root' && event.depth === 0 && this.verbose && event.response?.content) {
+      this.line(`--- reply (iteration ${this.iteration}) ---\n${event.response.content.trimEnd()}`);
+    }
   }
 
   /** Clears the status line; call before printing anything else to the terminal. */
