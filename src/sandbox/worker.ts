@@ -72,13 +72,14 @@ function readAvailable(): boolean {
   }
 }
 
-function waitForHostReply(id: number): string {
+type HostReplyCommand = Extract<WorkerCommand, { type: 'hostReply' }>;
+
+/** Reads the channel until `wanted` accepts a reply; spins briefly, then sleeps on the doorbell. */
+function waitForReply(wanted: (id: number) => boolean): HostReplyCommand {
   const started = performance.now();
   for (;;) {
-    for (let message = decoder.next(); message; message = decoder.next()) {
-      if (message.type === 'hostReply' && message.id === id) return message.payload;
-      deferred.push(message);
-    }
+    const reply = takeDecodedReply(wanted);
+    if (reply) return reply;
     if (readAvailable()) continue;
     if (performance.now() - started < SPIN_MS) continue;
     // The host rings as soon as it has handed a reply to its socket; a large reply is then still
@@ -93,6 +94,15 @@ function waitForHostReply(id: number): string {
   }
 }
 
+function takeDecodedReply(wanted: (id: number) => boolean): HostReplyCommand | undefined {
+  for (let message = decoder.next(); message; message = decoder.next()) {
+    if (message.type !== 'hostReply') deferred.push(message);
+    else if (wanted(message.id)) return message;
+    // Anything else answers a call of a block that has ended: dropped.
+  }
+  return undefined;
+}
+
 // Called synchronously from model code. It must never throw into the isolate: a host Error would
 // carry host stack frames and paths. Every failure becomes a JSON error reply instead.
 function hostCall(request: string): string {
@@ -100,7 +110,7 @@ function hostCall(request: string): string {
   try {
     const id = nextHostCallId++;
     send({ type: 'hostCall', id, payload: request });
-    return waitForHostReply(id);
+    return waitForReply((replyId) => replyId === id).payload;
   } catch (error) {
     return errorReply('HostError', `the host call failed: ${describe(error)}`);
   }
@@ -154,31 +164,12 @@ function setGlobal(command: Extract<WorkerCommand, { type: 'setGlobal' }>) {
 }
 
 type Outcome = 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled-rejection';
+type StepResult = { outcome: Outcome; failure?: string };
 
 function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
   const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts } = command;
   controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)], { timeout: timeoutMs });
-  let outcome: Outcome = 'completed';
-  let failure: string | undefined;
-  let script: ivm.Script | undefined;
-  try {
-    script = isolate!.compileScriptSync(code, { filename: BLOCK_FILENAME });
-  } catch (error) {
-    outcome = 'compile-error';
-    failure = errorText(error);
-  }
-  if (script) {
-    try {
-      script.runSync(context!, { timeout: timeoutMs });
-    } catch (error) {
-      failure = errorText(error);
-      // The block's own errors settle its promise; what escapes runSync is a timeout, the memory
-      // limit, or a promise rejected elsewhere that nothing handled.
-      if (isolate!.isDisposed) outcome = 'memory';
-      else if (/timed out/i.test(failure)) outcome = 'timeout';
-      else outcome = 'unhandled-rejection';
-    }
-  }
+  const { outcome, failure } = runScript(code, timeoutMs);
   if (outcome === 'memory') return { type: 'executed', outcome, failure };
   const result = controller!.collect.applySync(undefined, [hasResult && outcome === 'completed'], {
     timeout: Math.max(timeoutMs, 1_000),
@@ -186,6 +177,30 @@ function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract
   const full = heapLeftFull(timeoutMs);
   if (full) return { type: 'executed', outcome: 'memory-full', failure: full, result };
   return { type: 'executed', outcome, failure, result };
+}
+
+function runScript(code: string, timeoutMs: number): StepResult {
+  let script: ivm.Script;
+  try {
+    script = isolate!.compileScriptSync(code, { filename: BLOCK_FILENAME });
+  } catch (error) {
+    return { outcome: 'compile-error', failure: errorText(error) };
+  }
+  try {
+    script.runSync(context!, { timeout: timeoutMs });
+    return { outcome: 'completed' };
+  } catch (error) {
+    return failedStep(error);
+  }
+}
+
+// The block's own errors settle its promise; what escapes a step is a timeout, the memory limit,
+// or a promise rejected elsewhere that nothing handled.
+function failedStep(error: unknown): StepResult {
+  const failure = errorText(error);
+  if (isolate!.isDisposed) return { outcome: 'memory', failure };
+  if (/timed out/i.test(failure)) return { outcome: 'timeout', failure };
+  return { outcome: 'unhandled-rejection', failure };
 }
 
 /**
