@@ -313,6 +313,7 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
       call.reject = reject;
     });
     call.present = present;
+    markHandled(promise);
     let ticket: number | string;
     try {
       ticket = hostAsync.applySync(undefined, [requestText(kind, payload, label)]);
@@ -323,6 +324,17 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
     if (typeof ticket === 'number') asyncCalls[ticket] = call;
     else settleCall(call, ticket);
     return promise;
+  }
+
+  // Replies come in whatever order the host answers, so a call's failure may arrive while the block
+  // still awaits an earlier call (`const a = tools.x(); const b = tools.y(); await a; await b`).
+  // It must wait for the block's own await of it, not end the block as an unhandled rejection. An
+  // own undefined `constructor` keeps `then` from taking a species constructor from anything model
+  // code can reach, for exactly the moment it looks.
+  function markHandled(promise: Promise<unknown>) {
+    ObjectDefineProperty(promise, 'constructor', dataDescriptor(undefined, { writable: true, enumerable: false, configurable: true }));
+    PromisePrototypeThen(promise, ignore, ignore);
+    delete (promise as { constructor?: unknown }).constructor;
   }
 
   function settleCall(call: AsyncCall, replyJson: string) {
@@ -682,6 +694,8 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
 function sameValue(value: unknown): unknown {
   return value;
 }
+
+function ignore(): void {}
 
 /** Cuts text to `max` characters, saying how much was cut. */
 function clip(text: string, max: number): string {

@@ -113,6 +113,23 @@ describe('asynchronous tool calls', () => {
     expect(host.calls).toHaveLength(2);
   });
 
+  it('keep a failure for the await that comes after other awaits', async () => {
+    // The host answers the later call first: its failure arrives while the block awaits the other.
+    const host = batchingHost((call) => {
+      if (call.name === 'search') throw new Error('search is down');
+      return 'row';
+    });
+    const sandbox = await sandboxWithTools(host.options);
+    const result = await sandbox.execute(`
+      const row = tools.fetch_row({});
+      const hits = tools.search({});
+      print(await row);
+      try { await hits } catch (error) { print(error.message) }
+    `);
+    expect(result.error).toBeUndefined();
+    expect(result.stdout).toBe('row\nsearch is down\n');
+  });
+
   for (const [label, length] of [
     ['64 KB', 64 * 1024],
     ['1 MB', 2 ** 20],
