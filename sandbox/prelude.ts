@@ -345,7 +345,21 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
       call.reject(error);
       return;
     }
-    call.resolve(value);
+    fulfill(call.resolve, value);
+  }
+
+  // Resolving a promise with an object reads the object's `then`, and a JSON value inherits whatever
+  // model code put on Object.prototype or Array.prototype: a `then` there would take the value over.
+  // An own undefined `then` hides it for exactly the moment `resolve` reads it. (An own `then` from
+  // the JSON itself is data, never a function.)
+  function fulfill(resolve: (value: unknown) => void, value: unknown) {
+    if (value === null || typeof value !== 'object' || ObjectHasOwn(value, 'then')) {
+      resolve(value);
+      return;
+    }
+    ObjectDefineProperty(value, 'then', dataDescriptor(undefined, { writable: true, enumerable: false, configurable: true }));
+    resolve(value);
+    delete (value as { then?: unknown }).then;
   }
 
   // The second argument of every query function: a model name, or an options object. Only the
