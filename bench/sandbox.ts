@@ -25,6 +25,18 @@ async function startUp(warm: boolean): Promise<number> {
   return elapsed;
 }
 
+/** Median time per call of three runs of `code`, which makes `calls` host calls. */
+async function perCallMs(sandbox: Sandbox, code: string, calls: number): Promise<number> {
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now();
+    const result = await sandbox.execute(code);
+    if (result.error) throw new Error(result.error.stack);
+    times.push((performance.now() - started) / calls);
+  }
+  return median(times);
+}
+
 export async function runSandboxBench(): Promise<void> {
   const cold: number[] = [];
   const warm: number[] = [];
@@ -32,6 +44,7 @@ export async function runSandboxBench(): Promise<void> {
   for (let i = 0; i < 5; i++) warm.push(await startUp(true));
 
   const calls = 10_000;
+  const batchCalls = 1_000;
   const sandbox = await Sandbox.create({ memoryLimitMb: 1024, onHostCall: () => 'ok' });
   await sandbox.execute('for (let i = 0; i < 100; i++) llm_query("warm-up")');
   const roundTrips: number[] = [];
@@ -41,6 +54,10 @@ export async function runSandboxBench(): Promise<void> {
     if (result.error) throw new Error(result.error.stack);
     roundTrips.push((performance.now() - started) / calls);
   }
+
+  await sandbox.setTools([{ type: 'function', function: { name: 'lookup' } }], { asyncTools: ['lookup'] });
+  const awaited = await perCallMs(sandbox, `for (let i = 0; i < ${calls}; i++) await tools.lookup({})`, calls);
+  const together = await perCallMs(sandbox, `await Promise.all(Array.from({ length: ${batchCalls} }, () => tools.lookup({})))`, batchCalls);
 
   const contextRows: string[][] = [];
   let context100 = Number.NaN;
@@ -67,6 +84,8 @@ export async function runSandboxBench(): Promise<void> {
     ['new sandbox, cold (spawn worker + first block)', ms(median(cold)), '', '', ''],
     ['new sandbox, warm worker (create + first block)', ms(median(warm)), `<= ${TARGET.warmStartMs} ms`, '', ''],
     [`sandbox->host round trip (${calls.toLocaleString('en-US')} llm_query calls)`, ms(roundTrip), `<= ${TARGET.roundTripMs} ms`, `${REFERENCE.roundTripMs} ms`, ratio(roundTrip, REFERENCE.roundTripMs)],
+    [`async tool call, awaited one at a time (${calls.toLocaleString('en-US')})`, ms(awaited), '', '', ''],
+    [`async tool calls, ${batchCalls.toLocaleString('en-US')} in one Promise.all (per call)`, ms(together), '', '', ''],
     ...contextRows,
     ['peak RSS, worker with 100 MB context', `${workerPeak.toFixed(0)} MB`, '', '', ''],
     ['peak RSS, host process', `${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB`, '', '', ''],

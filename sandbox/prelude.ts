@@ -1,7 +1,8 @@
 // The prelude runs inside every sandbox isolate before any model code. It installs the scaffold
 // globals (print, console, FINAL, FINAL_VAR, SHOW_VARS, llm_query, ...) and the controller the
-// worker process uses to run blocks. The single host reference it receives stays in this closure:
-// no global, property or stack frame reachable from model code ever holds it.
+// worker process uses to run blocks. The two host references it receives (calls that wait for
+// their reply, calls that return a promise) stay in this closure: no global, property or stack
+// frame reachable from model code ever holds them.
 //
 // Model code runs in the same realm and may pollute every built-in. The prelude therefore uses only
 // the captured primordials and the helpers beside them (null-prototype lists, records and
@@ -61,12 +62,25 @@ interface HostReference {
   applySync(receiver: undefined, args: [string]): string;
 }
 
+/** The worker's function that sends a call without waiting: the call's id, or a JSON error reply. */
+interface AsyncHostReference {
+  applySync(receiver: undefined, args: [string]): number | string;
+}
+
+/** A call sent by callHostAsync whose reply has not come yet. */
+interface AsyncCall {
+  resolve: (value: unknown) => void;
+  reject: (reason: unknown) => void;
+  /** Turns the reply's value into what the promise resolves to (tool_handler: the result text). */
+  present: (value: unknown) => unknown;
+}
+
 type ToolHandlerFunction = (name: string, args: Record<string, unknown>) => unknown;
 type ErrorReport = { name: string; message: string; stack: string };
 
 const FROZEN = { writable: false, enumerable: false, configurable: false } as const;
 
-export function install(host: HostReference, limitsJson: string) {
+export function install(host: HostReference, hostAsync: AsyncHostReference, limitsJson: string) {
   'use strict';
   const limits = JSONParse(limitsJson) as HostCallLimits;
   const globalNames = newRecord<true>();
@@ -257,10 +271,13 @@ export function install(host: HostReference, limitsJson: string) {
 
   /** `label` names the call in errors the way model code wrote it (tool_handler, tools.NAME). */
   function callHost(kind: string, payload: Record<string, unknown>, label = kind): unknown {
+    return replyValue(host.applySync(undefined, [requestText(kind, payload, label)]));
+  }
+
+  function requestText(kind: string, payload: Record<string, unknown>, label: string): string {
     payload.kind = kind;
-    let request: string;
     try {
-      request = toJsonText(payload, limits);
+      return toJsonText(payload, limits);
     } catch (error) {
       const reason = isError(error) ? describeError(error).message : 'the value cannot be read';
       if (FunctionPrototypeHasInstance(RangeErrorCtor, error)) {
@@ -268,12 +285,81 @@ export function install(host: HostReference, limitsJson: string) {
       }
       throw new TypeErrorCtor(`${label}: the arguments cannot be sent to the host (${reason}). Pass plain strings, numbers, arrays and objects.`);
     }
-    const reply = JSONParse(host.applySync(undefined, [request])) as object;
+  }
+
+  /** The value a host reply carries; a failed call throws an Error with the host's name and message. */
+  function replyValue(replyJson: string): unknown {
+    const reply = JSONParse(replyJson) as object;
     if (readOwn(reply, 'ok') === true) return readOwn(reply, 'value');
     const failure = readOwn(reply, 'error') as object;
     const error = new ErrorCtor(readOwnString(failure, 'message') ?? 'the host call failed');
     ObjectDefineProperty(error, 'name', dataDescriptor(readOwnString(failure, 'name') ?? 'Error', { writable: true, enumerable: false, configurable: true }));
     throw error;
+  }
+
+  // Calls of the running block sent by callHostAsync, by id, until the worker delivers their replies.
+  let asyncCalls = newRecord<AsyncCall>();
+
+  /**
+   * Sends a call without waiting for it and returns a promise of its value, so a block can have
+   * several calls in flight at once. The worker delivers the reply (settleAsync) once the block
+   * awaits. The promise comes from the captured Promise constructor: nothing model code changed on
+   * Promise takes part in settling it.
+   */
+  function callHostAsync(kind: string, payload: Record<string, unknown>, label: string, present: (value: unknown) => unknown): Promise<unknown> {
+    const call = newRecord<unknown>() as unknown as AsyncCall;
+    const promise = new PromiseCtor<unknown>((resolve, reject) => {
+      call.resolve = resolve;
+      call.reject = reject;
+    });
+    call.present = present;
+    markHandled(promise);
+    let ticket: number | string;
+    try {
+      ticket = hostAsync.applySync(undefined, [requestText(kind, payload, label)]);
+    } catch (error) {
+      call.reject(error);
+      return promise;
+    }
+    if (typeof ticket === 'number') asyncCalls[ticket] = call;
+    else settleCall(call, ticket);
+    return promise;
+  }
+
+  // Replies come in whatever order the host answers, so a call's failure may arrive while the block
+  // still awaits an earlier call (`const a = tools.x(); const b = tools.y(); await a; await b`).
+  // It must wait for the block's own await of it, not end the block as an unhandled rejection. An
+  // own undefined `constructor` keeps `then` from taking a species constructor from anything model
+  // code can reach, for exactly the moment it looks.
+  function markHandled(promise: Promise<unknown>) {
+    ObjectDefineProperty(promise, 'constructor', dataDescriptor(undefined, { writable: true, enumerable: false, configurable: true }));
+    PromisePrototypeThen(promise, ignore, ignore);
+    delete (promise as { constructor?: unknown }).constructor;
+  }
+
+  function settleCall(call: AsyncCall, replyJson: string) {
+    let value: unknown;
+    try {
+      value = call.present(replyValue(replyJson));
+    } catch (error) {
+      call.reject(error);
+      return;
+    }
+    fulfill(call.resolve, value);
+  }
+
+  // Resolving a promise with an object reads the object's `then`, and a JSON value inherits whatever
+  // model code put on Object.prototype or Array.prototype: a `then` there would take the value over.
+  // An own undefined `then` hides it for exactly the moment `resolve` reads it. (An own `then` from
+  // the JSON itself is data, never a function.)
+  function fulfill(resolve: (value: unknown) => void, value: unknown) {
+    if (value === null || typeof value !== 'object' || ObjectHasOwn(value, 'then')) {
+      resolve(value);
+      return;
+    }
+    ObjectDefineProperty(value, 'then', dataDescriptor(undefined, { writable: true, enumerable: false, configurable: true }));
+    resolve(value);
+    delete (value as { then?: unknown }).then;
   }
 
   // The second argument of every query function: a model name, or an options object. Only the
@@ -334,7 +420,7 @@ export function install(host: HostReference, limitsJson: string) {
     try {
       const value = ReflectApply(handler, undefined, [name, args]);
       if (FunctionPrototypeHasInstance(PromiseCtor, value)) {
-        throw new TypeErrorCtor('the tool handler returned a Promise; write it as a normal function (llm_query and tool_handler inside it are synchronous)');
+        throw new TypeErrorCtor('the tool handler returned a Promise; write it as a normal function (llm_query and synchronous tools work inside it, asynchronous tools do not)');
       }
       return toolText(value);
     } catch (error) {
@@ -388,15 +474,23 @@ export function install(host: HostReference, limitsJson: string) {
     payload.model = modelOption('rlm_query_batched', options);
     return callHost('rlm_query_batched', payload);
   }
-  function callTool(name: string, args: unknown, label: string): unknown {
+  // Tools the host answers asynchronously (see setTools): calling one returns a promise.
+  let asyncToolNames = newRecord<true>();
+  function toolPayload(name: string, args: unknown): Record<string, unknown> {
     const payload = newRecord<unknown>();
     payload.name = name;
     payload.arguments = args ?? newRecord();
-    return callHost('tool_call', payload, label);
+    return payload;
   }
   function tool_handler(name: unknown, args?: unknown) {
     if (typeof name !== 'string') throw new TypeErrorCtor(`tool_handler: the tool name must be a string, got ${describeType(name)}.`);
-    return toolText(callTool(name, args, 'tool_handler'));
+    if (asyncToolNames[name] === true) return callHostAsync('tool_call', toolPayload(name, args), 'tool_handler', toolText);
+    return toolText(callHost('tool_call', toolPayload(name, args), 'tool_handler'));
+  }
+  function toolFunction(name: string): (args?: unknown) => unknown {
+    const label = `tools.${name}`;
+    if (asyncToolNames[name] === true) return (args?: unknown) => callHostAsync('tool_call', toolPayload(name, args), label, sameValue);
+    return (args?: unknown) => callHost('tool_call', toolPayload(name, args), label);
   }
 
   const scaffold: Record<string, unknown> = {
@@ -567,13 +661,17 @@ export function install(host: HostReference, limitsJson: string) {
       defineScaffold(name, format === 'json' ? deepFreeze(JSONParse(value as string)) : value);
     },
     // Host tools: TOOLS holds their OpenAI schemas (for llm_query's `tools` option), and
-    // tools.NAME(args) calls one and returns its result as a value.
-    setTools(specsJson: string) {
+    // tools.NAME(args) calls one and returns its result as a value (a promise of it for the
+    // asynchronous ones).
+    setTools(specsJson: string, asyncNamesJson: string) {
       const specs = JSONParse(specsJson) as { function: { name: string } }[];
+      const asyncNames = JSONParse(asyncNamesJson) as string[];
+      asyncToolNames = newRecord<true>();
+      for (let index = 0; index < asyncNames.length; index++) asyncToolNames[asyncNames[index]!] = true;
       const callable = newRecord<(args?: unknown) => unknown>();
       for (let index = 0; index < specs.length; index++) {
         const name = specs[index]!.function.name;
-        callable[name] = (args?: unknown) => callTool(name, args, `tools.${name}`);
+        callable[name] = toolFunction(name);
       }
       defineScaffold('TOOLS', deepFreeze(specs));
       defineScaffold('tools', ObjectFreeze(callable));
@@ -587,6 +685,18 @@ export function install(host: HostReference, limitsJson: string) {
       finalAnswer = undefined;
       blockOverrides = newRecord();
       outcome = { state: 'pending' };
+      asyncCalls = newRecord();
+    },
+    blockPending() {
+      return outcome.state === 'pending';
+    },
+    // A reply to a call from callHostAsync: settles its promise. The worker calls this when the
+    // block has awaited; the isolate's microtasks run right after, so the block goes on.
+    settleAsync(id: number, replyJson: string) {
+      const call = asyncCalls[id];
+      if (call === undefined) return;
+      delete asyncCalls[id];
+      settleCall(call, replyJson);
     },
     collect,
     collectGarbage() {
@@ -594,6 +704,12 @@ export function install(host: HostReference, limitsJson: string) {
     },
   });
 }
+
+function sameValue(value: unknown): unknown {
+  return value;
+}
+
+function ignore(): void {}
 
 /** Cuts text to `max` characters, saying how much was cut. */
 function clip(text: string, max: number): string {

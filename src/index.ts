@@ -34,7 +34,7 @@ export { calculatorTool, echoTool } from './tools/builtin.js';
 
 // The sandbox on its own
 export { Sandbox } from './sandbox/sandbox.js';
-export type { BlockError, ExecuteResult, HostCallHandler, SandboxOptions, Variable } from './sandbox/sandbox.js';
+export type { BlockError, BlockWaitingHandler, ExecuteResult, HostCallHandler, SandboxOptions, ToolOptions, Variable } from './sandbox/sandbox.js';
 export type { HostCall, HostCallKind } from './sandbox/protocol.js';
 
 // RLM as an OpenAI-compatible model

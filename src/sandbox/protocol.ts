@@ -17,7 +17,14 @@ export type WorkerCommand =
       /** Loading runs prelude code in the isolate: like a block, it must not run forever. */
       timeoutMs: number;
     }
-  | { type: 'setTools'; id: number; specs: string; timeoutMs: number }
+  | {
+      type: 'setTools';
+      id: number;
+      specs: string;
+      /** Tools whose calls return a promise in the sandbox (sent as `hostCallAsync`). */
+      asyncTools: string[];
+      timeoutMs: number;
+    }
   | {
       type: 'execute';
       id: number;
@@ -31,6 +38,7 @@ export type WorkerCommand =
       outputLimit: number;
     }
   | {
+      /** Answers a `hostCall` or a `hostCallAsync`. */
       type: 'hostReply';
       id: number;
       /** The HostReply as JSON text, parsed once, inside the isolate. */
@@ -54,6 +62,20 @@ export type WorkerEvent =
       id: number;
       /** The call as model code sent it: JSON text the host parses once and validates. */
       payload: string;
+    }
+  | {
+      /** A call model code awaits rather than waits for: the block goes on until it awaits. */
+      type: 'hostCallAsync';
+      id: number;
+      payload: string;
+    }
+  | {
+      /**
+       * The block cannot go on until one of these `hostCallAsync` calls is answered; the worker
+       * sends nothing more until then. Sent again each time the block is stuck anew.
+       */
+      type: 'waiting';
+      calls: number[];
     };
 
 // ---- what the prelude reports about a block (untrusted: produced inside the isolate) -----------

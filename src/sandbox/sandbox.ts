@@ -11,7 +11,7 @@ import { blockReportSchema, hostCallSchema, type BlockReport, type HostCall, typ
 import { BlockSyntaxError, rewriteBlock } from './rewrite.js';
 import { REPORT_LIMITS, type HostCallLimits } from './shared.js';
 import { readResidentMemoryMb } from './resident-memory.js';
-import { WorkerExitError, type WorkerProcess } from './worker-process.js';
+import { WorkerExitError, type HostCallMode, type WorkerProcess } from './worker-process.js';
 
 /**
  * Answers a call from model code. The returned value must be JSON-serializable. `signal` aborts
@@ -19,6 +19,23 @@ import { WorkerExitError, type WorkerProcess } from './worker-process.js';
  * block (undefined for setup code and internal blocks).
  */
 export type HostCallHandler = (call: HostCall, context: { signal: AbortSignal; scope: unknown }) => unknown;
+
+/**
+ * Told that a block cannot go on until one of its asynchronous tool calls (see `setTools`) is
+ * answered: `pendingCalls` of them are out, and the block sends nothing more until then. `scope` is
+ * what the caller passed to `execute` for that block. Called while the sandbox reads the worker's
+ * messages: return quickly, and do not throw.
+ */
+export type BlockWaitingHandler = (context: { scope: unknown; pendingCalls: number }) => void;
+
+export interface ToolOptions {
+  /**
+   * Tools answered asynchronously: in the sandbox, `tools.NAME(args)` returns a promise of the
+   * result and `tool_handler(NAME, args)` a promise of its text, so a block can have many calls
+   * out at once (`await Promise.all(...)`). They reach `onHostCall` as ordinary `tool_call`s.
+   */
+  asyncTools?: string[];
+}
 
 export interface SandboxOptions {
   /** Heap limit of the isolate in MB; the context counts against it. @default 1024 */
@@ -36,6 +53,8 @@ export interface SandboxOptions {
   rssLimitMb?: number;
   /** Serves `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` and `tool_handler`. */
   onHostCall?: HostCallHandler;
+  /** Called each time a block waits for its asynchronous tool calls (see `setTools`). */
+  onBlockWaiting?: BlockWaitingHandler;
 }
 
 export interface BlockError {
@@ -76,6 +95,7 @@ export const sandboxLimitsSchema = z.object({
 
 const optionsSchema = sandboxLimitsSchema.extend({
   onHostCall: z.custom<HostCallHandler>((value) => typeof value === 'function', 'expected a function').optional(),
+  onBlockWaiting: z.custom<BlockWaitingHandler>((value) => typeof value === 'function', 'expected a function').optional(),
 });
 
 const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
@@ -100,7 +120,7 @@ export class Sandbox {
   private worker: WorkerProcess | undefined;
   private readonly globals = new Map<string, unknown>();
   private readonly setupBlocks: string[] = [];
-  private toolSpecs: string | undefined;
+  private tools: { specs: string; asyncTools: string[] } | undefined;
   private lastVariables: Variable[] = [];
   private loadedContextMb = 0;
   private queue: Promise<unknown> = Promise.resolve();
@@ -145,13 +165,20 @@ export class Sandbox {
 
   /**
    * Makes host tools available to model code: `TOOLS` (their schemas) and `tools.NAME(args)`.
-   * Calls arrive at `onHostCall` as `tool_call`. Survives resets.
+   * Calls arrive at `onHostCall` as `tool_call`; those named in `options.asyncTools` return
+   * promises in the sandbox (see ToolOptions). Survives resets.
    */
-  setTools(specs: { type: 'function'; function: { name: string } }[]): Promise<void> {
+  setTools(specs: { type: 'function'; function: { name: string } }[], options: ToolOptions = {}): Promise<void> {
+    const asyncTools = options.asyncTools ?? [];
+    const names = new Set(specs.map((spec) => spec.function.name));
+    const unknown = asyncTools.filter((name) => !names.has(name));
+    if (unknown.length > 0) {
+      throw new ConfigurationError(`asyncTools names tools that are not among the specs: ${unknown.map((name) => JSON.stringify(name)).join(', ')}`);
+    }
     return this.exclusive(async () => {
       const worker = await this.liveWorker();
-      this.toolSpecs = JSON.stringify(specs);
-      await this.command(worker, { type: 'setTools', specs: this.toolSpecs, timeoutMs: this.options.blockTimeoutMs }, undefined);
+      this.tools = { specs: JSON.stringify(specs), asyncTools: [...asyncTools] };
+      await this.loadTools(worker);
     });
   }
 
@@ -225,7 +252,7 @@ export class Sandbox {
       await worker.whenReady();
       await this.command(worker, { type: 'init', memoryLimitMb: this.options.memoryLimitMb, hostCallLimits: this.hostCallLimits() }, undefined);
       for (const [name, value] of this.globals) await this.loadGlobal(worker, name, value, undefined);
-      if (this.toolSpecs) await this.command(worker, { type: 'setTools', specs: this.toolSpecs, timeoutMs: this.options.blockTimeoutMs }, undefined);
+      if (this.tools) await this.loadTools(worker);
       for (const code of this.setupBlocks) {
         const replay = await this.runInWorker(worker, code, undefined);
         if (replay.error) throw new SandboxError('sandbox_setup_failed', `setup code failed after a reset: ${replay.error.message}`);
@@ -243,6 +270,10 @@ export class Sandbox {
 
   private hostCallLimits(): HostCallLimits {
     return { maxChars: this.options.maxHostCallChars, maxBatchItems: DEFAULTS.sandbox.maxBatchItems, maxDepth: DEFAULTS.sandbox.maxHostCallDepth };
+  }
+
+  private loadTools(worker: WorkerProcess): Promise<void> {
+    return this.command(worker, { type: 'setTools', ...this.tools!, timeoutMs: this.options.blockTimeoutMs }, undefined);
   }
 
   private async loadGlobal(worker: WorkerProcess, name: string, value: unknown, signal: AbortSignal | undefined) {
@@ -303,7 +334,11 @@ export class Sandbox {
       return { stdout: '', error: syntaxError, durationMs: elapsed(), variables: this.lastVariables, reset: false };
     }
 
-    const bridge = new HostCallBridge(worker, (request, blockSignal) => this.serveHostCall(request, blockSignal, scope));
+    const bridge = new HostCallBridge(
+      worker,
+      (request, blockSignal) => this.serveHostCall(request, blockSignal, scope),
+      (pendingCalls) => this.options.onBlockWaiting?.({ scope, pendingCalls }),
+    );
     const watchdog = new BlockWatchdog(worker, {
       timeLimitMs: this.options.blockTimeoutMs + DEFAULTS.sandbox.watchdogGraceMs,
       rssLimitMb: this.options.rssLimitMb ?? 2 * this.options.memoryLimitMb + 2 * this.loadedContextMb + 512,
@@ -425,27 +460,39 @@ type Reply = Awaited<ReturnType<WorkerProcess['request']>>;
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 /**
- * Serves the host calls of one block and keeps count of the time spent waiting for them, which
- * does not count against the block's time limit. Calls still running when the block ends are
- * aborted.
+ * Serves the host calls of one block and keeps count of the time the block spends waiting for
+ * them, which does not count against its time limit: while a synchronous call is out, or after the
+ * block said it waits for its asynchronous calls and until one of them is answered. That is wall
+ * time, counted once however many calls are out; asynchronous calls out while the block computes
+ * are not waiting. Calls still running when the block ends are aborted, and their answers dropped.
  */
 class HostCallBridge {
   private readonly block = new AbortController();
+  /** Asynchronous calls not answered yet. */
+  private readonly unanswered = new Set<number>();
+  private syncCallOut = false;
+  private blockWaiting = false;
   private waitedTotalMs = 0;
   private waitingSince: number | undefined;
 
   constructor(
     private readonly worker: WorkerProcess,
     serve: (request: string, signal: AbortSignal) => Promise<string>,
+    onBlockWaiting: (pendingCalls: number) => void,
   ) {
     setMaxListeners(0, this.block.signal); // every host call of a batch listens to it
-    worker.onHostCall = (id, request) => {
-      this.waitingSince = performance.now();
-      void serve(request, this.block.signal).then((reply) => {
-        this.waitedTotalMs += performance.now() - this.waitingSince!;
-        this.waitingSince = undefined;
-        worker.replyToHostCall(id, reply);
-      });
+    worker.onHostCall = (id, request, mode) => {
+      if (mode === 'sync') this.syncCallOut = true;
+      else this.unanswered.add(id);
+      this.updateClock();
+      void serve(request, this.block.signal).then((reply) => this.answer(id, mode, reply));
+    };
+    worker.onWaiting = (calls) => {
+      // The notice crossed an answer on its way: the block goes on as soon as it reads that one.
+      if (!calls.every((id) => this.unanswered.has(id))) return;
+      this.blockWaiting = true;
+      this.updateClock();
+      onBlockWaiting(calls.length);
     };
   }
 
@@ -456,6 +503,28 @@ class HostCallBridge {
   close(): void {
     this.block.abort(new Error('the block has ended'));
     this.worker.onHostCall = undefined;
+    this.worker.onWaiting = undefined;
+  }
+
+  private answer(id: number, mode: HostCallMode, reply: string): void {
+    if (this.block.signal.aborted) return;
+    if (mode === 'sync') this.syncCallOut = false;
+    else {
+      // A waiting block waits for every call it has out, so any answer lets it go on.
+      this.unanswered.delete(id);
+      this.blockWaiting = false;
+    }
+    this.updateClock();
+    this.worker.replyToHostCall(id, reply);
+  }
+
+  private updateClock(): void {
+    const waiting = this.syncCallOut || this.blockWaiting;
+    if (waiting && this.waitingSince === undefined) this.waitingSince = performance.now();
+    if (!waiting && this.waitingSince !== undefined) {
+      this.waitedTotalMs += performance.now() - this.waitingSince;
+      this.waitingSince = undefined;
+    }
   }
 }
 

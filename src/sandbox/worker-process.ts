@@ -6,7 +6,9 @@ import { sandboxWorkerPath } from '../paths.js';
 import { encodeFrame, FrameDecoder } from './framing.js';
 import type { WorkerCommand, WorkerEvent } from './protocol.js';
 
-type Reply = Exclude<WorkerEvent, { type: 'ready' } | { type: 'hostCall' }>;
+type Reply = Exclude<WorkerEvent, { type: 'ready' | 'hostCall' | 'hostCallAsync' | 'waiting' }>;
+/** `async`: model code awaits the call and may make more meanwhile (see the `waiting` event). */
+export type HostCallMode = 'sync' | 'async';
 type CommandWithoutId = WorkerCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
 
 const STDERR_TAIL_CHARS = 4_000;
@@ -31,7 +33,9 @@ export class WorkerExitError extends SandboxError {
 export class WorkerProcess {
   private readonly ready: Promise<void>;
   /** Called for every host call model code makes; answer with `replyToHostCall`. */
-  onHostCall: ((id: number, request: string) => void) | undefined;
+  onHostCall: ((id: number, request: string, mode: HostCallMode) => void) | undefined;
+  /** Called when the running block cannot go on until one of these async calls is answered. */
+  onWaiting: ((calls: number[]) => void) | undefined;
 
   private readonly child: ChildProcess;
   private readonly input: Writable;
@@ -79,7 +83,9 @@ export class WorkerProcess {
       this.decoder.push(chunk);
       for (let event = this.decoder.next(); event; event = this.decoder.next()) {
         if (event.type === 'ready') markReady();
-        else if (event.type === 'hostCall') this.onHostCall?.(event.id, event.payload);
+        else if (event.type === 'hostCall') this.onHostCall?.(event.id, event.payload, 'sync');
+        else if (event.type === 'hostCallAsync') this.onHostCall?.(event.id, event.payload, 'async');
+        else if (event.type === 'waiting') this.onWaiting?.(event.calls);
         else this.settle(event);
       }
     });

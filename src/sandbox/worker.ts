@@ -8,6 +8,11 @@
 // spins briefly on the (non-blocking) command descriptor: quick host answers (tools, caches) return
 // without a wake-up. Then it blocks on a separate doorbell descriptor, which the host rings with
 // one byte after every reply: slow answers (model calls) cost no CPU and no polling delay.
+//
+// Calls to asynchronous tools do not wait: the request goes out and model code gets a promise.
+// When the block has run until it awaits and such calls are outstanding, the worker tells the host
+// it is waiting, reads the next reply, and hands it to the prelude, which lets the block go on
+// (awaitAsyncCalls). The block's time limit counts only the time spent running it.
 import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
@@ -39,9 +44,16 @@ const doorbellBuffer = Buffer.allocUnsafe(64);
 
 let isolate: ivm.Isolate | undefined;
 let context: ivm.Context | undefined;
-let controller: Record<'setGlobal' | 'setTools' | 'beginBlock' | 'collect' | 'collectGarbage', ivm.Reference<Function>> | undefined;
+type ControllerMethod = 'setGlobal' | 'setTools' | 'beginBlock' | 'blockPending' | 'settleAsync' | 'collect' | 'collectGarbage';
+let controller: Record<ControllerMethod, ivm.Reference<Function>> | undefined;
 let nextHostCallId = 1;
 let maxHostCallChars = 0;
+/** Asynchronous calls of the running block whose replies the prelude has not been given yet. */
+const asyncCalls = new Set<number>();
+/** Replies to asynchronous calls that arrived while a synchronous call was waiting for its own. */
+const earlyReplies = new Map<number, string>();
+/** Time model code spent in calls to this process (the isolate's timeout is paused meanwhile). */
+let timeOutsideIsolateMs = 0;
 
 function send(event: WorkerEvent) {
   writeFully(encodeFrame(event));
@@ -73,13 +85,14 @@ function readAvailable(): boolean {
   }
 }
 
-function waitForHostReply(id: number): string {
+type HostReplyCommand = Extract<WorkerCommand, { type: 'hostReply' }>;
+
+/** Reads the channel until `wanted` accepts a reply; spins briefly, then sleeps on the doorbell. */
+function waitForReply(wanted: (id: number) => boolean): HostReplyCommand {
   const started = performance.now();
   for (;;) {
-    for (let message = decoder.next(); message; message = decoder.next()) {
-      if (message.type === 'hostReply' && message.id === id) return message.payload;
-      deferred.push(message);
-    }
+    const reply = takeDecodedReply(wanted);
+    if (reply) return reply;
     if (readAvailable()) continue;
     if (performance.now() - started < SPIN_MS) continue;
     // The host rings as soon as it has handed a reply to its socket; a large reply is then still
@@ -94,16 +107,61 @@ function waitForHostReply(id: number): string {
   }
 }
 
+/** A reply `wanted` accepts among what is already read, or (without blocking) can be read now. */
+function pollReply(wanted: (id: number) => boolean): HostReplyCommand | undefined {
+  for (;;) {
+    const reply = takeDecodedReply(wanted);
+    if (reply || !readAvailable()) return reply;
+  }
+}
+
+function takeDecodedReply(wanted: (id: number) => boolean): HostReplyCommand | undefined {
+  for (let message = decoder.next(); message; message = decoder.next()) {
+    if (message.type !== 'hostReply') deferred.push(message);
+    else if (wanted(message.id)) return message;
+    else if (asyncCalls.has(message.id)) earlyReplies.set(message.id, message.payload);
+    // Anything else answers a call of a block that has ended: dropped.
+  }
+  return undefined;
+}
+
 // Called synchronously from model code. It must never throw into the isolate: a host Error would
 // carry host stack frames and paths. Every failure becomes a JSON error reply instead.
 function hostCall(request: string): string {
   if (request.length > maxHostCallChars) return errorReply('RangeError', tooLargeMessage(request));
+  return outsideIsolate(() => {
+    try {
+      const id = nextHostCallId++;
+      send({ type: 'hostCall', id, payload: request });
+      return waitForReply((replyId) => replyId === id).payload;
+    } catch (error) {
+      return errorReply('HostError', `the host call failed: ${describe(error)}`);
+    }
+  });
+}
+
+// Called synchronously from model code for a call it will await: sends the request and returns
+// the call's id at once (or a JSON error reply). awaitAsyncCalls delivers the reply later.
+function hostCallAsync(request: string): number | string {
+  if (request.length > maxHostCallChars) return errorReply('RangeError', tooLargeMessage(request));
+  return outsideIsolate(() => {
+    try {
+      const id = nextHostCallId++;
+      send({ type: 'hostCallAsync', id, payload: request });
+      asyncCalls.add(id);
+      return id;
+    } catch (error) {
+      return errorReply('HostError', `the host call failed: ${describe(error)}`);
+    }
+  });
+}
+
+function outsideIsolate<T>(call: () => T): T {
+  const started = performance.now();
   try {
-    const id = nextHostCallId++;
-    send({ type: 'hostCall', id, payload: request });
-    return waitForHostReply(id);
-  } catch (error) {
-    return errorReply('HostError', `the host call failed: ${describe(error)}`);
+    return call();
+  } finally {
+    timeOutsideIsolateMs += performance.now() - started;
   }
 }
 
@@ -134,14 +192,17 @@ function init(command: Extract<WorkerCommand, { type: 'init' }>) {
     { filename: PRELUDE_FILENAME },
   );
   const install = script.runSync(context, { reference: true }) as ivm.Reference<Function>;
-  const controllerRef = install.applySync(undefined, [new ivm.Reference(hostCall), JSON.stringify(command.hostCallLimits)], {
+  const hosts = [new ivm.Reference(hostCall), new ivm.Reference(hostCallAsync)];
+  const controllerRef = install.applySync(undefined, [...hosts, JSON.stringify(command.hostCallLimits)], {
     result: { reference: true },
   }) as unknown as ivm.Reference<Record<string, Function>>;
-  const method = (name: string) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<Function>;
+  const method = (name: ControllerMethod) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<Function>;
   controller = {
     setGlobal: method('setGlobal'),
     setTools: method('setTools'),
     beginBlock: method('beginBlock'),
+    blockPending: method('blockPending'),
+    settleAsync: method('settleAsync'),
     collect: method('collect'),
     collectGarbage: method('collectGarbage'),
   };
@@ -155,38 +216,104 @@ function setGlobal(command: Extract<WorkerCommand, { type: 'setGlobal' }>) {
 }
 
 type Outcome = 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled-rejection';
+type StepResult = { outcome: Outcome; failure?: string };
 
 function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
   const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts } = command;
   controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)], { timeout: timeoutMs });
-  let outcome: Outcome = 'completed';
-  let failure: string | undefined;
-  let script: ivm.Script | undefined;
+  try {
+    const budget = new ExecutionBudget(timeoutMs);
+    let step = runScript(code, budget);
+    if (step.outcome === 'completed') step = awaitAsyncCalls(budget);
+    const { outcome, failure } = step;
+    if (outcome === 'memory') return { type: 'executed', outcome, failure };
+    const result = controller!.collect.applySync(undefined, [hasResult && outcome === 'completed'], {
+      timeout: Math.max(timeoutMs, 1_000),
+    }) as string;
+    const full = heapLeftFull(timeoutMs);
+    if (full) return { type: 'executed', outcome: 'memory-full', failure: full, result };
+    return { type: 'executed', outcome, failure, result };
+  } finally {
+    // Calls the block left unanswered: their replies, if any come, are dropped.
+    asyncCalls.clear();
+    earlyReplies.clear();
+  }
+}
+
+function runScript(code: string, budget: ExecutionBudget): StepResult {
+  let script: ivm.Script;
   try {
     script = isolate!.compileScriptSync(code, { filename: BLOCK_FILENAME });
   } catch (error) {
-    outcome = 'compile-error';
-    failure = errorText(error);
+    return { outcome: 'compile-error', failure: errorText(error) };
   }
-  if (script) {
+  return budget.run((timeout) => script.runSync(context!, { timeout }));
+}
+
+/**
+ * Once the block has run until it awaits: while it is still pending with asynchronous calls out,
+ * gives it their replies one at a time. Each is followed by the isolate's microtasks, so the
+ * block goes on until it awaits again (or ends).
+ */
+function awaitAsyncCalls(budget: ExecutionBudget): StepResult {
+  while (asyncCalls.size > 0 && controller!.blockPending.applySync(undefined, []) === true) {
+    const reply = nextAsyncReply();
+    asyncCalls.delete(reply.id);
+    const step = budget.run((timeout) => controller!.settleAsync.applySync(undefined, [reply.id, reply.payload], { timeout }));
+    if (step.outcome !== 'completed') return step;
+  }
+  return { outcome: 'completed' };
+}
+
+/**
+ * The next reply to an outstanding asynchronous call. When none has arrived, the host is told the
+ * block can do nothing until one does: a host answering calls in batches knows when to answer.
+ */
+function nextAsyncReply(): { id: number; payload: string } {
+  for (const [id, payload] of earlyReplies) {
+    earlyReplies.delete(id);
+    return { id, payload };
+  }
+  const isAsyncCall = (id: number) => asyncCalls.has(id);
+  const ready = pollReply(isAsyncCall);
+  if (ready) return ready;
+  send({ type: 'waiting', calls: [...asyncCalls] });
+  return waitForReply(isAsyncCall);
+}
+
+/**
+ * The execution time a block has left. Each step (the first run, each resumption after a reply)
+ * gets what is left as its timeout; time spent outside the isolate, waiting for the host, is not
+ * used up, just as the isolate's own timeout pauses then.
+ */
+class ExecutionBudget {
+  private usedMs = 0;
+
+  constructor(private readonly limitMs: number) {}
+
+  run(step: (timeoutMs: number) => void): StepResult {
+    const leftMs = this.limitMs - this.usedMs;
+    if (leftMs <= 0) return { outcome: 'timeout' };
+    const started = performance.now();
+    const outsideBefore = timeOutsideIsolateMs;
     try {
-      script.runSync(context!, { timeout: timeoutMs });
+      step(Math.ceil(leftMs));
+      return { outcome: 'completed' };
     } catch (error) {
-      failure = errorText(error);
-      // The block's own errors settle its promise; what escapes runSync is a timeout, the memory
-      // limit, or a promise rejected elsewhere that nothing handled.
-      if (isolate!.isDisposed) outcome = 'memory';
-      else if (/timed out/i.test(failure)) outcome = 'timeout';
-      else outcome = 'unhandled-rejection';
+      return failedStep(error);
+    } finally {
+      this.usedMs += performance.now() - started - (timeOutsideIsolateMs - outsideBefore);
     }
   }
-  if (outcome === 'memory') return { type: 'executed', outcome, failure };
-  const result = controller!.collect.applySync(undefined, [hasResult && outcome === 'completed'], {
-    timeout: Math.max(timeoutMs, 1_000),
-  }) as string;
-  const full = heapLeftFull(timeoutMs);
-  if (full) return { type: 'executed', outcome: 'memory-full', failure: full, result };
-  return { type: 'executed', outcome, failure, result };
+}
+
+// The block's own errors settle its promise; what escapes a step is a timeout, the memory limit,
+// or a promise rejected elsewhere that nothing handled.
+function failedStep(error: unknown): StepResult {
+  const failure = errorText(error);
+  if (isolate!.isDisposed) return { outcome: 'memory', failure };
+  if (/timed out/i.test(failure)) return { outcome: 'timeout', failure };
+  return { outcome: 'unhandled-rejection', failure };
 }
 
 /**
@@ -222,7 +349,7 @@ function handle(command: WorkerCommand) {
         send({ type: 'done', id: command.id });
         break;
       case 'setTools':
-        controller!.setTools.applySync(undefined, [command.specs], { timeout: command.timeoutMs });
+        controller!.setTools.applySync(undefined, [command.specs, JSON.stringify(command.asyncTools)], { timeout: command.timeoutMs });
         send({ type: 'done', id: command.id });
         break;
       case 'execute':

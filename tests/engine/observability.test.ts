@@ -14,8 +14,8 @@ describe('events', () => {
     for await (const event of new RLM({ model: 'root', subModel: 'sub', languageModel: first.languageModel }).stream('c')) events.push(event);
     expect(events.map((event) => event.type)).toEqual([
       'run-start',
-      'iteration-start', 'llm-call-start', 'llm-call-end', 'code-start', 'llm-call-start', 'llm-call-end', 'code-end', 'iteration-end',
-      'iteration-start', 'llm-call-start', 'llm-call-end', 'code-start', 'code-end', 'iteration-end',
+      'iteration-start', 'llm-call-start', 'llm-call-running', 'llm-call-end', 'code-start', 'llm-call-start', 'llm-call-running', 'llm-call-end', 'code-end', 'iteration-end',
+      'iteration-start', 'llm-call-start', 'llm-call-running', 'llm-call-end', 'code-start', 'code-end', 'iteration-end',
       'final',
       'run-end',
     ]);
@@ -36,7 +36,7 @@ describe('events', () => {
         for await (const event of new RLM({ model: 'root', languageModel }).stream('c')) seen.push(event.type);
       })(),
     ).rejects.toThrow('root model unavailable');
-    expect(seen).toEqual(['run-start', 'iteration-start', 'llm-call-start', 'llm-call-end', 'error']);
+    expect(seen).toEqual(['run-start', 'iteration-start', 'llm-call-start', 'llm-call-running', 'llm-call-end', 'error']);
   });
 
   it('awaits onIteration before the next turn, and calls onRequest for every sub-call', async () => {

@@ -152,6 +152,33 @@ describe('the scaffold survives polluted built-ins', () => {
     expect(loaded.stdout).toBe('second input lookup\n');
   });
 
+  it('delivers asynchronous tool results whatever model code did to promises and iteration', async () => {
+    const host = recordingHost((call) => {
+      if (call.kind !== 'tool_call') return 'answer';
+      if (call.arguments.id === 3) throw new RangeError('no row 3');
+      return { id: call.arguments.id, tags: ['a', 'b'] };
+    });
+    const sandbox = await createSandbox({ onHostCall: host.onHostCall });
+    await sandbox.setTools([{ type: 'function', function: { name: 'lookup' } }], { asyncTools: ['lookup'] });
+    const pollute = await sandbox.execute(`
+      Promise.prototype.then = function () { return 'HIJACKED' };
+      Object.prototype.then = function (resolve) { resolve('HIJACKED') };
+      Array.prototype[Symbol.iterator] = function* () { yield 'evil' };
+      Object.defineProperty(Promise, Symbol.species, { get() { throw new Error('species hook ran') } });
+    `);
+    expect(pollute.error).toBeUndefined();
+    const result = await sandbox.execute(`
+      const row = tools.lookup({ id: 1 });
+      const text = tool_handler('lookup', { id: 2 });
+      const missing = tools.lookup({ id: 3 });
+      print(JSON.stringify(await row), Object.hasOwn(await row, 'then'), await text);
+      try { await missing } catch (error) { print(error.name, error.message) }
+    `);
+    expect(result.error).toBeUndefined();
+    expect(result.stdout).toBe('{"id":1,"tags":["a","b"]} false {"id":2,"tags":["a","b"]}\nRangeError no row 3\n');
+    await expectScaffoldIntact(sandbox, host.calls);
+  });
+
   it('settles the block promise without a species constructor model code provides', async () => {
     const sandbox = await createSandbox();
     await sandbox.execute(`
