@@ -25,6 +25,7 @@ export class CallerToolBatch {
   constructor(
     private readonly tools: CallerTools,
     private readonly nextId: () => string,
+    private readonly onHandBack: (calls: ToolCall[]) => void,
   ) {}
 
   add(name: string, args: unknown): Promise<string> {
@@ -37,6 +38,7 @@ export class CallerToolBatch {
   flush(signal: AbortSignal): void {
     const batch = this.pending.splice(0);
     if (batch.length === 0) return;
+    this.onHandBack(batch.map((entry) => entry.call));
     this.tools.call(batch.map((entry) => entry.call), signal).then(
       (outputs) => batch.forEach((entry, index) => entry.resolve(outputs[index] ?? '')),
       (error: unknown) => batch.forEach((entry) => entry.reject(error)),

@@ -1,6 +1,7 @@
 import { ToolError } from '../errors.js';
 import type { HostCall } from '../sandbox/protocol.js';
 import type { SubcallRecord, ToolCallRecord } from './events.js';
+import type { CallerToolBatch } from './caller-tools.js';
 import type { LlmQueries } from './llm-queries.js';
 
 /**
@@ -12,6 +13,8 @@ export interface BlockScope {
   queries: LlmQueries;
   subcalls: SubcallRecord[];
   toolCalls: ToolCallRecord[];
+  /** Calls to the caller's tools, sent together when the block waits for them. */
+  callerBatch?: CallerToolBatch;
 }
 
 export interface HostServices {

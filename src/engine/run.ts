@@ -5,7 +5,7 @@ import { ToolError } from '../errors.js';
 import { toolOutputText } from '../lm/tool-text.js';
 import { unknownToolMessage } from '../lm/tool-arguments.js';
 import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse, type ToolCall } from '../lm/types.js';
-import type { CallerTools } from './caller-tools.js';
+import { CallerToolBatch, callerToolValue, type CallerTools } from './caller-tools.js';
 import type { HostCall } from '../sandbox/protocol.js';
 import { Sandbox, type ExecuteResult, type SandboxOptions } from '../sandbox/sandbox.js';
 import { ToolExecutor } from '../tools/executor.js';
@@ -109,6 +109,8 @@ export class Run implements ParentRun {
   private bestPartial: string | undefined;
   private codeHasRun = false;
   private callerCalls = 0;
+  /** Aborts when this run must stop (its tree's limits, its parent block); set when it starts. */
+  private runSignal: AbortSignal | undefined;
 
   /** The best answer the run had so far, should it stop now (see partialAnswerOf). */
   get partialAnswer(): string | undefined {
@@ -131,6 +133,7 @@ export class Run implements ParentRun {
     const { settings, budget } = this.tree;
     this.emit({ type: 'run-start', model: this.rootModel, parentRunId: this.placement.parentRunId, query: input.query, logPath: this.placement.logger?.path });
     const signal = this.placement.parentSignal ? AbortSignal.any([budget.signal, this.placement.parentSignal]) : budget.signal;
+    this.runSignal = signal;
     const { sandboxReady, firstMessage } = this.startSandbox(input.context, signal);
     try {
       const conversation: ChatMessage[] = [
@@ -363,19 +366,29 @@ export class Run implements ParentRun {
     return { sandboxReady, firstMessage: contextMessage(context, placement) };
   }
 
+  /**
+   * The run's sandbox. Host tools are synchronous in it; the caller's tools (which shadow host tools
+   * of the same name) are asynchronous, collected per block and handed back when the block waits.
+   */
   private async createSandbox(): Promise<Sandbox> {
     const { settings } = this.tree;
     const canRecurse = this.depth + 1 < settings.maxDepth;
+    const callerSpecs = this.placement.callerTools?.specs ?? [];
+    const callerNames = new Set(callerSpecs.map((spec) => spec.function.name));
+    const specs = [...settings.tools.definitions().filter((spec) => !callerNames.has(spec.function.name)), ...callerSpecs];
+    const callTool = (call: ToolHostCall, signal: AbortSignal, scope: BlockScope) =>
+      callerNames.has(call.name) ? this.callCallerTool(call, scope) : this.callTool(call, signal, scope);
     const services = {
       ...(canRecurse && { runChildren: (call: ChildCall, signal: AbortSignal, scope: BlockScope) => runChildren(this, call, signal, scope.subcalls) }),
-      ...(settings.tools.size > 0 && { callTool: (call: ToolHostCall, signal: AbortSignal, scope: BlockScope) => this.callTool(call, signal, scope) }),
+      ...(specs.length > 0 && { callTool }),
     };
     const sandbox = await Sandbox.create({
       ...settings.sandbox,
       onHostCall: (call, { signal, scope }) => routeHostCall(call, signal, (scope as BlockScope | undefined) ?? this.newBlockScope(), services),
+      onBlockWaiting: ({ scope }) => (scope as BlockScope | undefined)?.callerBatch?.flush(this.runSignal ?? this.tree.budget.signal),
     });
     try {
-      if (settings.tools.size > 0) await sandbox.setTools(settings.tools.definitions());
+      if (specs.length > 0) await sandbox.setTools(specs, { asyncTools: [...callerNames] });
       for (const code of settings.setupCode) await sandbox.addSetupCode(code);
     } catch (error) {
       await sandbox.dispose();
@@ -386,7 +399,12 @@ export class Run implements ParentRun {
 
   /** Sub-calls made through this scope are reported as events and recorded on its block. */
   private newBlockScope(): BlockScope {
-    const scope: Omit<BlockScope, 'queries'> = { subcalls: [], toolCalls: [] };
+    const callerTools = this.placement.callerTools;
+    const scope: Omit<BlockScope, 'queries'> = {
+      subcalls: [],
+      toolCalls: [],
+      ...(callerTools && { callerBatch: new CallerToolBatch(callerTools, () => this.nextCallerCallId(), (calls) => this.emit({ type: 'caller-tool-calls', calls })) }),
+    };
     const gateway = this.gateway.with({ purpose: 'sub', onEvent: (event) => this.recordSubcall(event, scope) });
     const queries = new LlmQueries({
       gateway,
@@ -410,6 +428,11 @@ export class Run implements ParentRun {
       usage: event.response?.usage,
       ...(event.error && { error: `${event.error.name}: ${event.error.message}` }),
     });
+  }
+
+  /** A caller's tool called from model code: waits in the block's batch until the block waits. */
+  private async callCallerTool(call: ToolHostCall, scope: BlockScope): Promise<unknown> {
+    return callerToolValue(await scope.callerBatch!.add(call.name, call.arguments));
   }
 
   /** A host tool called from model code; a failed call becomes an error the code can catch. */

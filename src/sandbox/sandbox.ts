@@ -417,7 +417,7 @@ export class Sandbox {
       return replyJson({ ok: false, error: { name: 'Error', message: `${callName(call)} is not available in this sandbox` } });
     }
     try {
-      return replyJson({ ok: true, value: await handler(call, { signal, scope }) });
+      return replyJson({ ok: true, value: await untilAborted(Promise.resolve(handler(call, { signal, scope })), signal) });
     } catch (error) {
       return replyJson({ ok: false, error: describeError(error) });
     }
@@ -492,7 +492,13 @@ class HostCallBridge {
       if (!calls.every((id) => this.unanswered.has(id))) return;
       this.blockWaiting = true;
       this.updateClock();
-      onBlockWaiting(calls.length);
+      try {
+        onBlockWaiting(calls.length);
+      } catch (error) {
+        // An embedder's handler must not take the host down: the calls the block waits for fail instead.
+        const failure = replyJson({ ok: false, error: describeError(error) });
+        for (const id of [...this.unanswered]) this.answer(id, 'async', failure);
+      }
     };
   }
 

@@ -52,3 +52,38 @@ describe('tools of the caller, called by the root model', () => {
     expect(Date.now() - started).toBeLessThan(3_000);
   });
 });
+
+describe('tools of the caller, called from code', () => {
+  it('sends calls made together as one hand-back, and gives the code parsed results', async () => {
+    const code = `
+      const [march, april] = await Promise.all([tools.search_database({ query: 'march' }), tools.search_database({ query: 'april' })]);
+      const text = await tool_handler('search_database', { query: 'may' });
+      FINAL([march.rows, april.rows, typeof text].join(','))`;
+    const root = new ScriptedModel([repl(code)]);
+    const handedBack: ToolCall[][] = [];
+    const result = await new RLM({ model: 'root', languageModel: root }).completion({
+      context: 'c',
+      callerTools: {
+        specs: [searchSpec],
+        call: async (calls) => {
+          handedBack.push(calls);
+          return calls.map((call) => JSON.stringify({ rows: (JSON.parse(call.arguments) as { query: string }).query.length }));
+        },
+      },
+    });
+    expect(result.response).toBe('5,5,string');
+    expect(handedBack.map((calls) => calls.map((call) => JSON.parse(call.arguments).query))).toEqual([['march', 'april'], ['may']]);
+    expect(new Set(handedBack.flat().map((call) => call.id)).size).toBe(3);
+    // The root model was told how to call them.
+    expect(JSON.stringify(root.calls[0]!.messages[0])).toContain('await tools.NAME(args)');
+  });
+
+  it('lets the code catch a failed hand-back', async () => {
+    const root = new ScriptedModel([repl('try { await tools.search_database({}) } catch (error) { FINAL("caught: " + error.message) }')]);
+    const result = await new RLM({ model: 'root', languageModel: root }).completion({
+      context: 'c',
+      callerTools: { specs: [searchSpec], call: async () => Promise.reject(new Error('the caller refused')) },
+    });
+    expect(result.response).toBe('caught: the caller refused');
+  });
+});

@@ -246,3 +246,17 @@ describe('asynchronous tool calls', () => {
     expect(() => sandbox.setTools(TOOL_SPECS, { asyncTools: ['fetch_row', 'missing'] })).toThrow(/not among the specs: "missing"/);
   });
 });
+
+describe('an onBlockWaiting handler that throws', () => {
+  it('fails the block\'s calls instead of the host', async () => {
+    const sandbox = await createSandbox({
+      onHostCall: () => new Promise(() => {}),
+      onBlockWaiting: () => {
+        throw new Error('embedder bug');
+      },
+    });
+    await sandbox.setTools([{ type: 'function', function: { name: 'slow' } }], { asyncTools: ['slow'] });
+    const result = await sandbox.execute('try { await tools.slow({}) } catch (error) { print("caught:", error.message) }');
+    expect(result.stdout).toMatch(/^caught: /);
+  });
+});

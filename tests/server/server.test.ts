@@ -107,6 +107,31 @@ describe.each([false, true])('tools of the caller, called by the root model (str
     expect(second.message.content).toBe('kept:done');
     expect(seenByRoot(rootRequests.at(-1)!)).toContain('{\\"count\\": 7}');
   });
+
+  it('hands back calls made from code, one round trip per await and several at once with Promise.all', async () => {
+    const code = `
+      const first = await tools.search_database({ query: 'alpha' });
+      const [second, third] = await Promise.all([tools.search_database({ query: 'beta' }), tools.search_database({ query: 'gamma' })]);
+      FINAL([first.n, second.n, third.n].join('+'))`;
+    const { client } = await rlmServer({ root: [repl(code)] });
+    let messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Sum the counts.' }];
+    const rounds: string[][] = [];
+    for (let round = 0; round < 5; round++) {
+      const reply = await ask(client, messages);
+      if (reply.finish_reason !== 'tool_calls') {
+        expect(reply.message.content).toBe('5+4+5');
+        break;
+      }
+      const calls = reply.message.tool_calls! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall[];
+      rounds.push(calls.map((call) => JSON.parse(call.function.arguments).query));
+      messages = [
+        ...messages,
+        { role: 'assistant', tool_calls: calls },
+        ...calls.map((call) => ({ role: 'tool' as const, tool_call_id: call.id, content: JSON.stringify({ n: JSON.parse(call.function.arguments).query.length }) })),
+      ];
+    }
+    expect(rounds).toEqual([['alpha'], ['beta', 'gamma']]);
+  });
 });
 
 describe('paused runs', () => {
