@@ -37,7 +37,14 @@ export function* chunksOf(id: string, step: Exclude<RunStep, { type: 'failed' }>
   yield chunk(id, model, {}, step.type === 'answer' ? 'stop' : 'tool_calls');
 }
 
-export function chunk(id: string, model: string, delta: Record<string, unknown>, finishReason: 'stop' | 'tool_calls' | null = null, usage?: TokenCount) {
+/** What one streamed chunk adds to the message, as OpenAI sends it. */
+export interface ChunkDelta {
+  role?: 'assistant';
+  content?: string;
+  tool_calls?: { index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }[];
+}
+
+export function chunk(id: string, model: string, delta: ChunkDelta, finishReason: 'stop' | 'tool_calls' | null = null, usage?: TokenCount) {
   return {
     id,
     object: 'chat.completion.chunk' as const,

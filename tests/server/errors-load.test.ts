@@ -80,6 +80,20 @@ describe('the wire format', () => {
   });
 });
 
+describe('keep-alive', () => {
+  it('sends comment lines while a streamed run works, which the openai client ignores', async () => {
+    const slowRoot = (request: Parameters<typeof sawOutput>[0]) => (sawOutput(request) ? 'FINAL(after a wait)' : { content: repl('print(1)'), delayMs: 400 });
+    const { server, client } = await rlmServer({ root: slowRoot }, { keepAliveMs: 100 });
+    const body = JSON.stringify({ model: 'root', stream: true, messages: [{ role: 'user', content: 'q' }] });
+    const response = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect((await response.text()).match(/^: keep-alive$/gm)?.length).toBeGreaterThanOrEqual(2);
+    const stream = await client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }], stream: true });
+    let content = '';
+    for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    expect(content).toBe('after a wait');
+  });
+});
+
 describe('load and cancellation', () => {
   it('answers 50 concurrent completions without errors, and leaves no sandbox behind', async () => {
     const { client, rootRequests } = await rlmServer({ root: (request) => (sawOutput(request) ? 'FINAL(ok)' : repl('print(1)')) }, { maxConcurrentRuns: 64 });
