@@ -1,26 +1,17 @@
+// Only commander and small modules load here: `rlm --help` and `rlm --version` must start at
+// once, and each command loads what it needs (the engine, the model client, the server) when it
+// runs. The CLI uses the public API (src/index.ts); errors.ts and defaults.ts, which that API
+// re-exports, are imported directly so this path stays small.
 import { Command, CommanderError, Option } from 'commander';
-import { RlmError } from '../index.js';
-import { addRunOptionFlags, collect } from './run-options.js';
-import { DEFAULT_MODEL, runCommand, type CommandIo, type RunFlags } from './run-command.js';
-import { number, port } from './run-options.js';
-import { serveCommand, SERVE_EXAMPLES, type ServeFlags } from './serve-command.js';
+import { DEFAULTS } from '../defaults.js';
+import { RlmError } from '../errors.js';
+import { RUN_EXAMPLES, SERVE_EXAMPLES } from './help.js';
+import type { CommandIo } from './io.js';
+import type { RunFlags } from './run-command.js';
+import { addRunOptionFlags, collect, number, port } from './run-options.js';
+import type { ServeFlags } from './serve-command.js';
 import { EXIT } from './usage-error.js';
 
-const RUN_EXAMPLES = `
-Examples:
-  $ rlm run --context report.txt "What are the three biggest risks?"
-  $ rlm run --context logs/ --model gpt-5 --sub-model gpt-5-mini "Which service failed first, and why?"
-  $ cat big.jsonl | rlm run --context - --json "How many records mention refunds?"
-  $ rlm run --context a.txt --context b.txt --max-budget 0.50 "Compare the two contracts."
-  $ rlm run --base-url http://localhost:11434/v1 --model llama3.1 --context notes.md "Summarize"
-
-Context files: a text file becomes a string, .json is parsed, .jsonl becomes an array of records,
-a folder becomes an array of { path, content }, and - reads standard input. Several --context
-flags make an array.
-
-Environment: OPENAI_API_KEY, OPENAI_BASE_URL, RLM_MODEL, RLM_SUB_MODEL (flags win).
-Exit codes: 0 answer, 1 run failed or hit a limit (partial answer printed), 2 usage or
-configuration error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).`;
 
 export function buildProgram(io: CommandIo, setExitCode: (code: number) => void): Command {
   const program = new Command('rlm')
@@ -37,7 +28,7 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .option('-c, --context <path|->', 'input file, folder, or - for stdin (repeatable)', collect)
     .addOption(new Option('--format <format>', 'read every context as text, json or jsonl (default: by file extension; stdin by content)').choices(['text', 'json', 'jsonl']))
     .option('-q, --query <question>', 'the question (instead of the positional argument)')
-    .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULT_MODEL})`))
+    .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULTS.cli.model})`))
     .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
   addRunOptionFlags(run)
     .option('--json', 'print one JSON object: response, usage, costUsd, iterations, durationMs, forced, logPath')
@@ -45,6 +36,7 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .option('--verbose', 'also show the model replies and block outputs on stderr')
     .addHelpText('after', RUN_EXAMPLES)
     .action(async (question: string[], flags: RunFlags) => {
+      const { runCommand } = await import('./run-command.js');
       setExitCode(await runCommand(question, flags, io));
     });
 
@@ -60,6 +52,7 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
   addRunOptionFlags(serve)
     .addHelpText('after', SERVE_EXAMPLES)
     .action(async (flags: ServeFlags) => {
+      const { serveCommand } = await import('./serve-command.js');
       setExitCode(await serveCommand(flags, io));
     });
 

@@ -3,6 +3,7 @@ import { loadContexts, type ContextFormat } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';
 import { Interruption } from './stop-signals.js';
+import type { CommandIo } from './io.js';
 import { EXIT, UsageError } from './usage-error.js';
 
 /** The flags of `rlm run`, as commander parses them. */
@@ -16,18 +17,6 @@ export interface RunFlags extends RunOptionFlags {
   quiet?: boolean;
   verbose?: boolean;
 }
-
-export interface CommandIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream & { isTTY?: boolean; columns?: number };
-  env: NodeJS.ProcessEnv;
-  /** Rejects with the interrupt's reason when it is aborted: standard input may never end. */
-  readStdin: () => Promise<Buffer>;
-  /** Aborted on Ctrl-C or SIGTERM, with an Interruption that says which. */
-  interrupt: AbortSignal;
-}
-
-export const DEFAULT_MODEL = DEFAULTS.cli.model;
 
 /** `rlm run`: answers one query and returns the exit code. */
 export async function runCommand(questionWords: string[], flags: RunFlags, io: CommandIo): Promise<number> {
@@ -87,7 +76,7 @@ async function buildOptions(flags: RunFlags, io: CommandIo): Promise<RLMOptions>
     options.baseURL = local.baseURL;
     model ??= local.model;
   }
-  return { ...options, model: model ?? DEFAULT_MODEL, ...(subModel && { subModel }) };
+  return { ...options, model: model ?? DEFAULTS.cli.model, ...(subModel && { subModel }) };
 }
 
 /**

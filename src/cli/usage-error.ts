@@ -1,4 +1,4 @@
-import { RlmError } from '../index.js';
+import { RlmError } from '../errors.js';
 
 /** A mistake in how rlm was called (flags, files, configuration): exit code 2, with what to do. */
 export class UsageError extends RlmError {

@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import { DEFAULTS } from '../defaults.js';
 import { ConfigurationError, ModelError } from '../errors.js';
 import { ResponseWatch, WATCH_KEY, watchedFetch } from './response-watch.js';
@@ -47,7 +47,7 @@ export class OpenAIModel implements LanguageModel {
   readonly baseURL: string;
   /** The key in use (given or from OPENAI_API_KEY); undefined for a keyless local server. */
   readonly apiKey: string | undefined;
-  private readonly client: OpenAI;
+  private client: OpenAI | undefined;
   private readonly settings: { stream: boolean; extraBody: Record<string, unknown>; totalMs: number; idleMs: number; maxRetries: number; maxRetryDelayMs: number };
 
   constructor(options: OpenAIModelOptions = {}) {
@@ -68,8 +68,19 @@ export class OpenAIModel implements LanguageModel {
       maxRetries: options.maxRetries ?? DEFAULTS.lm.maxRetries,
       maxRetryDelayMs: options.maxRetryDelayMs ?? DEFAULTS.lm.maxRetryDelayMs,
     };
-    // Retries are done here, not by the client: its waits between retries ignore the abort signal.
-    this.client = new OpenAI({ apiKey: apiKey || 'no-key-needed-on-loopback', baseURL, timeout: this.settings.totalMs, maxRetries: 0, fetch: watchedFetch });
+  }
+
+  /**
+   * The `openai` client, made on the first request: loading the package takes a while, and this way
+   * it overlaps the sandbox's start, and programs that never call this model never load it. Retries
+   * are done here, not by the client: its waits between retries ignore the abort signal.
+   */
+  private async openClient(): Promise<OpenAI> {
+    if (!this.client) {
+      const { default: OpenAIClient } = await import('openai');
+      this.client ??= new OpenAIClient({ apiKey: this.apiKey ?? 'no-key-needed-on-loopback', baseURL: this.baseURL, timeout: this.settings.totalMs, maxRetries: 0, fetch: watchedFetch });
+    }
+    return this.client;
   }
 
   async chat(request: ChatRequest): Promise<ChatResponse> {
@@ -100,8 +111,9 @@ export class OpenAIModel implements LanguageModel {
       ...(request.responseFormat && { response_format: request.responseFormat as never }),
     };
     try {
-      if (!stream) return fromCompletion(await this.client.chat.completions.create({ ...body, stream: false }, options));
-      const chunks = await this.client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, options);
+      const client = await this.openClient();
+      if (!stream) return fromCompletion(await client.chat.completions.create({ ...body, stream: false }, options));
+      const chunks = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, options);
       return await fromStream(chunks, watch);
     } catch (error) {
       throw watch.failure ?? (isTransportFailure(error) ? transportFailure(error, watch.headersReceived, this.baseURL) : error);
@@ -113,7 +125,7 @@ export class OpenAIModel implements LanguageModel {
 
 /** The request or response failed below HTTP: no status, nothing the server said. */
 function isTransportFailure(error: unknown): boolean {
-  return !(error instanceof ModelError) && !(error instanceof OpenAI.APIError && error.status !== undefined);
+  return !(error instanceof ModelError) && httpStatus(error) === undefined;
 }
 
 function transportFailure(error: unknown, headersReceived: boolean, baseURL: string): ModelError {
@@ -208,14 +220,15 @@ const RETRIABLE_STATUS = (status: number) => status === 408 || status === 409 ||
 
 function toModelError(error: unknown, model: string): ModelError {
   if (error instanceof ModelError) return error;
-  if (error instanceof OpenAI.APIError && error.status !== undefined) {
-    const status = error.status;
-    const detail = (error.message || 'no details').replace(/^\d{3}\s+/, '').replace(/\.+$/, '');
+  const status = httpStatus(error);
+  if (status !== undefined) {
+    const apiError = error as InstanceType<typeof OpenAI.APIError>;
+    const detail = (apiError.message || 'no details').replace(/^\d{3}\s+/, '').replace(/\.+$/, '');
     const hint = status === 401 ? ' Check the API key.' : status === 404 ? ` Check the model name "${model}" and the base URL.` : '';
     return new ModelError(`Model request failed (HTTP ${status}): ${detail}.${hint}`, status, {
       cause: error,
       retriable: RETRIABLE_STATUS(status),
-      retryAfterMs: retryAfterMs(error.headers),
+      retryAfterMs: retryAfterMs(apiError.headers),
     });
   }
   // No HTTP status: the connection failed or was cut; trying again may work.
@@ -229,4 +242,10 @@ function finalFailure(failure: ModelError, attempts: number): ModelError {
     ? failure.message.replace(/^Model request failed/, `Model request failed after ${attempts} attempts`)
     : `${failure.message.replace(/\.$/, '')} (${attempts} attempts).`;
   return new ModelError(message, failure.status, { cause: failure.cause ?? failure, retriable: failure.retriable });
+}
+
+/** The HTTP status of an error the `openai` client raised for a response (connection errors have none). */
+function httpStatus(error: unknown): number | undefined {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === 'number' && (error as { headers?: unknown }).headers !== undefined ? status : undefined;
 }

@@ -1,11 +1,9 @@
-import { serve as serveNode } from '@hono/node-server';
 import type { AddressInfo } from 'node:net';
 import { ChatCompletions, splitModelName } from '../api/chat-completions.js';
 import { DEFAULTS } from '../defaults.js';
 import { RLM, type RLMOptions } from '../engine/rlm.js';
 import { ConfigurationError } from '../errors.js';
 import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
-import { createApp } from './app.js';
 
 export interface ServeOptions {
   /** @default '127.0.0.1' */
@@ -58,6 +56,8 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     resolveModels: async (name, sub) => splitModelName(name, sub, await models.list()),
     pausedRunTtlMs: options.pausedRunTtlMs ?? DEFAULTS.server.pausedRunTtlMs,
   });
+  // The HTTP stack loads only when a server starts: other uses of the library never pay for it.
+  const [{ createApp }, { serve: serveNode }] = await Promise.all([import('./app.js'), import('@hono/node-server')]);
   const app = createApp({
     completions,
     listModels: async () => [...(await models.list())],
@@ -66,14 +66,14 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     maxConcurrentRuns: options.maxConcurrentRuns ?? DEFAULTS.server.maxConcurrentRuns,
     keepAliveMs: options.keepAliveMs ?? DEFAULTS.server.keepAliveMs,
   });
-  const server = await new Promise<ReturnType<typeof serveNode>>((resolve, reject) => {
-    const started = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? DEFAULTS.server.port }, () => resolve(started));
+  const server = await new Promise<import('node:http').Server>((resolve, reject) => {
+    const started = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? DEFAULTS.server.port }, () => resolve(started as import('node:http').Server)) as import('node:http').Server;
     started.once('error', reject);
   });
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    close: (graceMs = DEFAULTS.server.shutdownGraceMs) => closeGracefully(server as import('node:http').Server, completions, graceMs),
+    close: (graceMs = DEFAULTS.server.shutdownGraceMs) => closeGracefully(server, completions, graceMs),
   };
 }
 

@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { build, type Message, type Plugin } from 'esbuild';
+import type { Message, Plugin } from 'esbuild';
 import { ConfigurationError } from '../errors.js';
 import { packageRoot } from '../paths.js';
-import { transpileTypeScript } from '../typescript.js';
+import { loadEsbuild, transpileTypeScript } from '../typescript.js';
 import { toTool, type AnyTool } from './define.js';
 
 /** What setup files contribute to a run. */
@@ -47,7 +47,7 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
   const bundle = join(folder, `${basename(path).replace(/\.[^.]+$/, '')}.mjs`);
   let code: string;
   try {
-    const output = await build({
+    const output = await loadEsbuild().build({
       entryPoints: [path],
       outfile: bundle,
       bundle: true,
