@@ -39,17 +39,32 @@ await build({
   define: { __RLM_PRELUDE_SOURCE__: JSON.stringify(prelude.outputFiles[0].text) },
 });
 
+// The library: its dependencies stay packages, shared with the application that imports it.
 await build({
   ...common,
   entryPoints: {
     index: join(root, 'src/index.ts'),
     testing: join(root, 'src/testing.ts'),
-    cli: join(root, 'src/cli/bin.ts'),
   },
+  outdir: dist,
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
+});
+
+// The CLI: one self-contained bundle (split only where commands load lazily), so starting it
+// resolves and reads a handful of files instead of hundreds in node_modules. esbuild (a native
+// binary) and isolated-vm (used by the worker only) stay packages.
+await build({
+  ...common,
+  packages: undefined,
+  external: ['esbuild', 'isolated-vm'],
+  entryPoints: { cli: join(root, 'src/cli/bin.ts') },
   outdir: dist,
   define: { __RLM_VERSION__: JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version) },
   splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
+  chunkNames: 'cli-chunks/[name]-[hash]',
+  // Bundled CommonJS packages may call require() for Node built-ins.
+  banner: { js: "import { createRequire as __rlmCreateRequire } from 'node:module'; const require = __rlmCreateRequire(import.meta.url);" },
 });
 
 // Type declarations for library users (the bundles above carry no types).

@@ -1,7 +1,8 @@
 // Only commander and small modules load here: `rlm --help` and `rlm --version` must start at
 // once, and each command loads what it needs (the engine, the model client, the server) when it
 // runs. The CLI uses the public API (src/index.ts); errors.ts and defaults.ts, which that API
-// re-exports, are imported directly so this path stays small.
+// re-exports, are imported directly so this path stays small, and so is the worker pool, to
+// start a sandbox worker before anything else.
 import { Command, CommanderError, Option } from 'commander';
 import { DEFAULTS } from '../defaults.js';
 import { RlmError } from '../errors.js';
@@ -36,6 +37,9 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .option('--verbose', 'also show the model replies and block outputs on stderr')
     .addHelpText('after', RUN_EXAMPLES)
     .action(async (question: string[], flags: RunFlags) => {
+      // Every run needs a sandbox worker, which takes about as long to start as the engine takes to
+      // load: start it first, so the two overlap.
+      void import('../sandbox/pool.js').then(({ workerPool }) => workerPool.refill());
       const { runCommand } = await import('./run-command.js');
       setExitCode(await runCommand(question, flags, io));
     });
