@@ -6,8 +6,15 @@ import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
 import { runSandboxBench } from './sandbox.js';
 import { runServerBench } from './server.js';
+import { runStartupBench } from './startup.js';
 
-const benches: Record<string, () => Promise<void>> = { sandbox: runSandboxBench, lm: runLmBench, engine: runEngineBench, server: runServerBench };
+const benches: Record<string, () => Promise<void>> = {
+  startup: runStartupBench,
+  sandbox: runSandboxBench,
+  lm: runLmBench,
+  engine: runEngineBench,
+  server: runServerBench,
+};
 const chosen = process.argv.slice(2);
 if (chosen.length === 1 && benches[chosen[0]!]) {
   await benches[chosen[0]!]!();
