@@ -34,6 +34,8 @@ export { calculatorTool, echoTool } from './tools/builtin.js';
 
 // The sandbox on its own
 export { Sandbox } from './sandbox/sandbox.js';
+export { fileContext } from './sandbox/context-file.js';
+export type { FileContext } from './sandbox/context-file.js';
 export type { BlockError, BlockWaitingHandler, ExecuteResult, HostCallHandler, SandboxOptions, ToolOptions, Variable } from './sandbox/sandbox.js';
 export type { HostCall, HostCallKind } from './sandbox/protocol.js';
 

@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { extname, join, relative } from 'node:path';
+import { fileContext } from '../index.js';
 import { UsageError } from './usage-error.js';
 
 /** Folders a directory context skips: version control and dependency trees are never the point. */
@@ -28,6 +29,8 @@ export async function loadContexts({ sources, readStdin, format, notice }: Conte
   if (sources.filter((source) => source === '-').length > 1) {
     throw new UsageError('Standard input can be read only once: pass --context - a single time.');
   }
+  const single = sources.length === 1 ? largeTextFile(sources[0]!, format) : undefined;
+  if (single) return fileContext(single);
   const values: unknown[] = [];
   for (const source of sources) {
     if (source === '-') values.push(parseText(decode(await readStdin(), 'standard input', notice), format ?? detectFormat, 'standard input'));
@@ -49,6 +52,35 @@ function loadPath(path: string, format: ContextFormat | undefined, notice: (text
     throw new UsageError(`Context file ${path} looks binary (it has NUL bytes), not text: rlm reads text, JSON and JSON Lines. Convert it to text first.`);
   }
   return parseText(decode(bytes, path, notice), format ?? formatByExtension(path), path);
+}
+
+/** From this size on, a text file given alone is read by the sandbox worker, not by this process. */
+const WORKER_READ_BYTES = 8 * 2 ** 20;
+
+/**
+ * A single large text file is the common big input: the worker reads it itself (see fileContext),
+ * after a look at its first 64 KB here shows text in UTF-8 (binary files are still refused, and
+ * UTF-16 or Latin-1 files still decoded here).
+ */
+function largeTextFile(source: string, format: ContextFormat | undefined): string | undefined {
+  if (source === '-' || (format ?? formatByExtension(source)) !== 'text') return undefined;
+  let head: Buffer;
+  try {
+    if (statSync(source).size < WORKER_READ_BYTES) return undefined;
+    const descriptor = openSync(source, 'r');
+    head = Buffer.alloc(65_536);
+    head = head.subarray(0, readSync(descriptor, head, 0, head.length, 0));
+    closeSync(descriptor);
+  } catch {
+    return undefined; // loadPath says what is wrong
+  }
+  if (looksBinary(head) || utf16Order(head)) return undefined;
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: true });
+  } catch {
+    return undefined;
+  }
+  return source;
 }
 
 function formatByExtension(path: string): ContextFormat {

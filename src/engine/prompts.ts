@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULTS } from '../defaults.js';
 import { InstallationError } from '../errors.js';
+import { isFileContext } from '../sandbox/context-file.js';
 import { packageRoot } from '../paths.js';
 import type { ToolSpec } from '../lm/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
@@ -28,6 +29,7 @@ const MESSAGE_NAMES = [
   'context-array',
   'context-object',
   'context-other',
+  'context-file',
   'caller-tools',
 ] as const;
 export type MessageName = (typeof MESSAGE_NAMES)[number];
@@ -163,6 +165,7 @@ export function blockOutputMessage(block: CodeBlockRecord): string {
 export function describeContext(context: unknown): string {
   const count = (value: number) => value.toLocaleString('en-US');
   if (typeof context === 'string') return message('context-string', { length: count(context.length) });
+  if (isFileContext(context)) return message('context-file', { bytes: count(context.bytes) });
   if (Array.isArray(context)) {
     const lengths = context.map(itemLength);
     const total = lengths.reduce((sum, length) => sum + length, 0);

@@ -5,6 +5,7 @@ import { untilAborted } from '../abort.js';
 import { ConfigurationError, describeError, SandboxError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import { parseOptions } from '../options.js';
+import { isFileContext } from './context-file.js';
 import { writeContextFile } from './context-transfer.js';
 import { workerPool } from './pool.js';
 import { blockReportSchema, hostCallSchema, type BlockReport, type HostCall, type HostReply, type WorkerCommand } from './protocol.js';
@@ -278,9 +279,12 @@ export class Sandbox {
 
   private async loadGlobal(worker: WorkerProcess, name: string, value: unknown, signal: AbortSignal | undefined) {
     const isText = typeof value === 'string';
-    const file = writeContextFile(isText ? value : JSON.stringify(value));
+    // A file context is read by the worker where it lies; anything else goes through a private temporary file.
+    const file = isFileContext(value)
+      ? { path: value.file, encoding: 'utf8' as const, bytes: value.bytes, remove: () => {} }
+      : writeContextFile(isText ? value : JSON.stringify(value));
     try {
-      const format = isText ? 'text' : 'json';
+      const format = isText || isFileContext(value) ? 'text' : 'json';
       const command = { type: 'setGlobal', name, format, path: file.path, encoding: file.encoding, timeoutMs: this.options.blockTimeoutMs } as const;
       await this.command(worker, command, signal);
       this.loadedContextMb += file.bytes / 2 ** 20;

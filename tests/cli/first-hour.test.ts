@@ -58,6 +58,24 @@ describe('standard input and files', () => {
   });
 });
 
+describe('large files', () => {
+  it('lets the worker read a large text file, and still refuses or decodes large files that are not UTF-8 text', async () => {
+    const big = join(scratch, 'big.log');
+    writeFileSync(big, 'line of text\n'.repeat(800_000));
+    expect((await run(['--context', big, 'q'])).stdout).toBe(`string:${JSON.stringify('line of text\n'.repeat(5)).slice(0, 60)}\n`);
+    // The root model was told the file's size: this process never read the text.
+    expect(JSON.stringify(server.requests.at(-1)!.body.messages)).toContain('a text file of 10,400,000 bytes');
+    const bigBinary = join(scratch, 'big.bin');
+    writeFileSync(bigBinary, Buffer.concat([Buffer.from([0, 1, 2]), Buffer.alloc(9 * 2 ** 20, 65)]));
+    expect((await run(['--context', bigBinary, 'q'])).code).toBe(2);
+    const bigLatin1 = join(scratch, 'big-latin1.txt');
+    writeFileSync(bigLatin1, Buffer.from('café '.repeat(2_000_000), 'latin1'));
+    const decoded = await run(['--context', bigLatin1, 'q']);
+    expect(decoded.stdout).toMatch(/^string:"café café/);
+    expect(decoded.stderr).toContain('read it as Latin-1');
+  });
+});
+
 describe('the question', () => {
   it('joins an unquoted question, and refuses two questions', async () => {
     const joined = await run(['--context', scratchFile('q.txt', 'abc'), 'what', 'is', 'this']);
