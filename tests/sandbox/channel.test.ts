@@ -29,13 +29,15 @@ function promptOf(call: HostCall): string {
   return call.kind === 'llm_query' && typeof call.prompt === 'string' ? call.prompt : '';
 }
 
+/** The sizes every direction of the channel is tested at: below, around and far above one read. */
+const SIZES = [
+  { label: '64 KB', length: 64 * 1024, alphabet: MULTIBYTE, options: {} },
+  { label: '1 MB', length: MB, alphabet: MULTIBYTE, options: {} },
+  { label: '100 MB', length: 100 * MB, alphabet: ASCII, options: BIG },
+];
+
 describe('host -> sandbox replies', () => {
-  const cases = [
-    { label: '64 KB', length: 64 * 1024, alphabet: MULTIBYTE, options: {} },
-    { label: '1 MB', length: MB, alphabet: MULTIBYTE, options: {} },
-    { label: '100 MB', length: 100 * MB, alphabet: ASCII, options: BIG },
-  ];
-  for (const { label, length, alphabet, options } of cases) {
+  for (const { label, length, alphabet, options } of SIZES) {
     it(`arrive intact at ${label}`, async () => {
       const reply = sampleText(length, alphabet);
       const sandbox = await createSandbox({ ...options, onHostCall: () => reply });
@@ -63,12 +65,7 @@ print(answers.length, answers.every((answer, i) => answer === prompts[i] + tail)
 });
 
 describe('sandbox -> host requests', () => {
-  const cases = [
-    { label: '64 KB', length: 64 * 1024, alphabet: MULTIBYTE, options: {} },
-    { label: '1 MB', length: MB, alphabet: MULTIBYTE, options: {} },
-    { label: '100 MB', length: 100 * MB, alphabet: ASCII, options: BIG },
-  ];
-  for (const { label, length, alphabet, options } of cases) {
+  for (const { label, length, alphabet, options } of SIZES) {
     it(`arrive intact at ${label}`, async () => {
       let received = '';
       const sandbox = await createSandbox({ ...options, onHostCall: (call) => void (received = promptOf(call)) });
