@@ -99,8 +99,8 @@ export class OpenAIModel implements LanguageModel {
   /** One HTTP request, watched from start to the last byte. */
   private async attempt(request: ChatRequest): Promise<ChatResponse> {
     const { stream, extraBody, totalMs, idleMs } = this.settings;
-    const watch = new ResponseWatch({ totalMs, idleMs, streaming: stream });
-    const signal = request.signal ? AbortSignal.any([request.signal, watch.signal]) : watch.signal;
+    const watch = new ResponseWatch({ totalMs, idleMs, streaming: stream }, request.signal);
+    const { signal } = watch;
     const options = { signal, fetchOptions: { [WATCH_KEY]: watch } as OpenAI.RequestOptions['fetchOptions'] };
     const body = {
       ...extraBody,

@@ -19,7 +19,13 @@ export class ResponseWatch {
   headersReceived = false;
   private tail = '';
 
-  constructor(private readonly limits: { totalMs: number; idleMs: number; streaming: boolean }) {
+  constructor(
+    private readonly limits: { totalMs: number; idleMs: number; streaming: boolean },
+    /** The caller's signal: aborting it aborts the attempt too (one signal instead of AbortSignal.any per call). */
+    caller?: AbortSignal,
+  ) {
+    if (caller?.aborted) this.controller.abort(caller.reason);
+    else caller?.addEventListener('abort', () => this.controller.abort(caller.reason), { once: true, signal: this.controller.signal });
     this.totalTimer = setTimeout(() => this.stop(`no complete response within ${formatDuration(limits.totalMs)} (the request timeout)`), limits.totalMs);
     this.totalTimer.unref();
     // A non-streaming server may rightly say nothing until its whole answer is ready; a streaming
@@ -38,6 +44,10 @@ export class ResponseWatch {
     this.idleTimer.unref();
   }
 
+  get streaming(): boolean {
+    return this.limits.streaming;
+  }
+
   /** Looks for the end marker across chunk boundaries. */
   observe(text: string): void {
     const window = this.tail + text;
@@ -48,6 +58,8 @@ export class ResponseWatch {
   dispose(): void {
     clearTimeout(this.totalTimer);
     clearTimeout(this.idleTimer);
+    // Also drops the listener on the caller's signal (registered with this controller's signal).
+    if (!this.controller.signal.aborted) this.controller.abort(new Error('the attempt has ended'));
   }
 
   private stop(reason: string): void {
@@ -75,7 +87,7 @@ export async function watchedFetch(url: string | URL | Request, init?: RequestIn
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         watch.touch();
-        watch.observe(decoder.decode(chunk, { stream: true }));
+        if (watch.streaming) watch.observe(decoder.decode(chunk, { stream: true }));
         controller.enqueue(chunk);
       },
     }),
