@@ -82,12 +82,15 @@ export async function watchedFetch(url: string | URL | Request, init?: RequestIn
   if (!watch || !response.body) return response;
   watch.headersReceived = true;
   watch.touch();
+  // A JSON reply is one small body: the idle clock started at its headers ends it if it stalls,
+  // without piping every chunk through a stream of our own (that costs each call ~0.3 ms).
+  if (!watch.streaming) return response;
   const decoder = new TextDecoder();
   const body = response.body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
         watch.touch();
-        if (watch.streaming) watch.observe(decoder.decode(chunk, { stream: true }));
+        watch.observe(decoder.decode(chunk, { stream: true }));
         controller.enqueue(chunk);
       },
     }),
