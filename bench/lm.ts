@@ -1,76 +1,156 @@
-// LM layer benchmark: llm_query_batched from inside the sandbox against the fake OpenAI server
-// (real HTTP, real openai client), and the overhead of one sequential llm_query.
-import { LlmQueries } from '../src/engine/llm-queries.js';
-import { routeHostCall } from '../src/engine/host-calls.js';
-import { singleModelProvider } from '../src/lm/provider.js';
+// LM layer benchmark: llm_query and llm_query_batched from inside the sandbox against the fake
+// OpenAI server (its own process, real HTTP, real openai client), beside the bare openai client
+// making the same calls in the same run, and beside the reference Python RLM when
+// RLM_REFERENCE_PYTHON is set (see reference.ts).
 import OpenAI from 'openai';
 import PQueue from 'p-queue';
+import { routeHostCall } from '../src/engine/host-calls.js';
+import { LlmQueries } from '../src/engine/llm-queries.js';
 import { OpenAIModel, Sandbox } from '../src/index.js';
 import { ModelGateway } from '../src/lm/gateway.js';
+import { singleModelProvider } from '../src/lm/provider.js';
 import { ModelScheduler } from '../src/lm/scheduler.js';
 import { UsageTracker } from '../src/lm/usage.js';
 import { startServerProcess } from './fake-server.js';
+import { referenceCell, referenceRatio, referenceSubcalls, type Reference } from './reference.js';
 import { median, ms, printTable, ratio } from './report.js';
 
-const REFERENCE = { batchedRatio: 1.04, sequentialMs: 2.7 };
+const RUNS = 3;
+const LATENCY_MS = 50;
+const CONCURRENCY = 16;
+const SEQUENTIAL_CALLS = 500;
+const WARM_UP_CALLS = 20;
+const BATCH_SIZES = [10, 100, 1_000];
+const REFERENCE_BATCH = 100;
+const TARGET = { overheadMs: 0.3, batchedRatio: 1.02 };
 
-async function sandboxAgainst(baseURL: string, concurrency: number) {
-  const gateway = new ModelGateway({ models: singleModelProvider(new OpenAIModel({ baseURL, maxRetries: 0 })), scheduler: new ModelScheduler(concurrency), usage: new UsageTracker() });
+interface BatchFigures {
+  prompts: number;
+  idealMs: number;
+  bareMs: number;
+  rlmMs: number;
+}
+
+async function sandboxAgainst(baseURL: string) {
+  const gateway = new ModelGateway({ models: singleModelProvider(new OpenAIModel({ baseURL, maxRetries: 0 })), scheduler: new ModelScheduler(CONCURRENCY), usage: new UsageTracker() });
   const queries = new LlmQueries({ gateway, defaultModel: 'fake-model', maxToolIterations: 10 });
   return Sandbox.create({ onHostCall: (call, { signal }) => routeHostCall(call, signal, { queries, subcalls: [], toolCalls: [] }, {}), blockTimeoutMs: 600_000 });
 }
 
-async function timeBlock(sandbox: Sandbox, code: string): Promise<number> {
-  const started = performance.now();
+function bareClient(baseURL: string) {
+  const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0 });
+  return async () => {
+    const completion = await client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] });
+    if (completion.choices[0]?.message.content !== 'ok') throw new Error('bad answer from the fake server');
+  };
+}
+
+async function medianMs(action: () => Promise<unknown>): Promise<number> {
+  const times: number[] = [];
+  for (let run = 0; run < RUNS; run++) {
+    const started = performance.now();
+    await action();
+    times.push(performance.now() - started);
+  }
+  return median(times);
+}
+
+async function runBlock(sandbox: Sandbox, code: string): Promise<void> {
   const result = await sandbox.execute(code);
   if (result.error) throw new Error(result.error.stack);
-  return performance.now() - started;
+}
+
+const sequentialBlock = (calls: number) => `for (let i = 0; i < ${calls}; i++) if (llm_query("q" + i) !== "ok") throw new Error("bad answer")`;
+const batchedBlock = (prompts: number) =>
+  `const r = llm_query_batched(Array.from({ length: ${prompts} }, (_, i) => "prompt " + i)); if (r.length !== ${prompts} || r.some((x) => x !== "ok")) throw new Error("bad batch")`;
+
+/** Per call, one call at a time, against a server that answers at once: what each call costs. */
+async function sequentialFigures(baseURL: string): Promise<{ rlmMs: number; bareMs: number }> {
+  const sandbox = await sandboxAgainst(baseURL);
+  await runBlock(sandbox, sequentialBlock(WARM_UP_CALLS));
+  const rlmMs = (await medianMs(() => runBlock(sandbox, sequentialBlock(SEQUENTIAL_CALLS)))) / SEQUENTIAL_CALLS;
+  await sandbox.dispose();
+
+  const call = bareClient(baseURL);
+  const sequentially = async (calls: number) => {
+    for (let i = 0; i < calls; i++) await call();
+  };
+  await sequentially(WARM_UP_CALLS);
+  const bareMs = (await medianMs(() => sequentially(SEQUENTIAL_CALLS))) / SEQUENTIAL_CALLS;
+  return { rlmMs, bareMs };
+}
+
+async function batchedFigures(baseURL: string): Promise<BatchFigures[]> {
+  const sandbox = await sandboxAgainst(baseURL);
+  const call = bareClient(baseURL);
+  const queue = new PQueue({ concurrency: CONCURRENCY });
+  const bareBatch = (prompts: number) => Promise.all(Array.from({ length: prompts }, () => queue.add(call)));
+  await runBlock(sandbox, batchedBlock(2 * CONCURRENCY));
+  await bareBatch(2 * CONCURRENCY);
+  const figures: BatchFigures[] = [];
+  for (const prompts of BATCH_SIZES) {
+    const rlmMs = await medianMs(() => runBlock(sandbox, batchedBlock(prompts)));
+    const bareMs = await medianMs(() => bareBatch(prompts));
+    figures.push({ prompts, idealMs: Math.ceil(prompts / CONCURRENCY) * LATENCY_MS, bareMs, rlmMs });
+  }
+  await sandbox.dispose();
+  return figures;
+}
+
+const signedMs = (value: number) => `${value >= 0 ? '+' : ''}${ms(value)}`;
+
+function printSequential(figures: { rlmMs: number; bareMs: number }, reference: Reference): void {
+  const { rlmMs, bareMs } = figures;
+  printTable(
+    `Sequential llm_query (server answers at once; per call, median of ${RUNS} runs of ${SEQUENTIAL_CALLS}; reference = Python RLM, same server, same run)`,
+    ['figure', 'rlm', 'baseline', 'overhead', 'rlm / baseline', 'target', 'reference', 'rlm / reference'],
+    [
+      [
+        'llm_query from the sandbox, one call at a time',
+        ms(rlmMs),
+        `bare openai client, same calls: ${ms(bareMs)}`,
+        signedMs(rlmMs - bareMs),
+        ratio(rlmMs, bareMs),
+        `overhead <= +${TARGET.overheadMs} ms`,
+        referenceCell(reference, 'sequentialMsPerCall', ms),
+        referenceRatio(rlmMs, reference, 'sequentialMsPerCall'),
+      ],
+    ],
+  );
+}
+
+function printBatched(figures: BatchFigures[], reference: Reference): void {
+  printTable(
+    `llm_query_batched (${LATENCY_MS} ms latency, ${CONCURRENCY} in flight; ideal = ceil(n/${CONCURRENCY}) x ${LATENCY_MS} ms; bare = openai client + p-queue; median of ${RUNS}; reference = Python RLM, same server, same run)`,
+    ['prompts', 'ideal', 'bare', 'rlm', 'rlm / ideal', 'rlm / bare', 'rlm over ideal, per prompt', 'bare over ideal, per prompt', 'target', 'reference', 'rlm / reference'],
+    figures.map(({ prompts, idealMs, bareMs, rlmMs }) => {
+      const measuredByReference = prompts === REFERENCE_BATCH;
+      return [
+        prompts.toLocaleString('en-US'),
+        ms(idealMs),
+        ms(bareMs),
+        ms(rlmMs),
+        ratio(rlmMs, idealMs),
+        ratio(rlmMs, bareMs),
+        signedMs((rlmMs - idealMs) / prompts),
+        signedMs((bareMs - idealMs) / prompts),
+        prompts === BATCH_SIZES.at(-1) ? `<= ${TARGET.batchedRatio.toFixed(2)}x ideal` : '',
+        measuredByReference ? referenceCell(reference, 'batchedMs', ms) : '',
+        measuredByReference ? referenceRatio(rlmMs, reference, 'batchedMs') : '',
+      ];
+    }),
+  );
 }
 
 export async function runLmBench(): Promise<void> {
-  const prompts = 1_000;
-  const concurrency = 16;
-  const latencyMs = 50;
-  const slow = await startServerProcess(latencyMs);
+  const slow = await startServerProcess(LATENCY_MS);
   const fast = await startServerProcess(0);
   try {
-    const batchedSandbox = await sandboxAgainst(slow.baseURL, concurrency);
-    await timeBlock(batchedSandbox, 'llm_query_batched(Array.from({ length: 32 }, (_, i) => "warm " + i))');
-    const batched: number[] = [];
-    for (let run = 0; run < 3; run++) {
-      batched.push(await timeBlock(batchedSandbox, `const r = llm_query_batched(Array.from({ length: ${prompts} }, (_, i) => "prompt " + i)); if (r.length !== ${prompts} || r.some((x) => x !== "ok")) throw new Error("bad batch")`));
-    }
-    await batchedSandbox.dispose();
-
-    const sequentialSandbox = await sandboxAgainst(fast.baseURL, concurrency);
-    const calls = 500;
-    await timeBlock(sequentialSandbox, 'for (let i = 0; i < 20; i++) llm_query("warm")');
-    const sequential: number[] = [];
-    for (let run = 0; run < 3; run++) sequential.push((await timeBlock(sequentialSandbox, `for (let i = 0; i < ${calls}; i++) llm_query("q" + i)`)) / calls);
-    await sequentialSandbox.dispose();
-
-    // Baseline: the bare openai client with a p-queue, no rlm at all, against the same server.
-    const client = new OpenAI({ baseURL: slow.baseURL, apiKey: 'unused', maxRetries: 0 });
-    const queue = new PQueue({ concurrency });
-    const bare = () => client.chat.completions.create({ model: 'fake-model', messages: [{ role: 'user', content: 'x' }] });
-    await Promise.all(Array.from({ length: 32 }, () => queue.add(bare)));
-    const baseline: number[] = [];
-    for (let run = 0; run < 3; run++) {
-      const started = performance.now();
-      await Promise.all(Array.from({ length: prompts }, () => queue.add(bare)));
-      baseline.push(performance.now() - started);
-    }
-
-    const ideal = Math.ceil(prompts / concurrency) * latencyMs;
-    const wall = median(batched);
-    const perCall = median(sequential);
-    const bareWall = median(baseline);
-    printTable(`LM layer (fake OpenAI server in its own process, real HTTP; median of 3 runs)`, ['metric', 'time', 'vs ideal', 'vs bare client', 'reference'], [
-      [`ideal: ceil(${prompts}/${concurrency}) x ${latencyMs} ms`, ms(ideal), '1.00x', '', ''],
-      [`bare openai client + p-queue, same ${prompts} requests (no rlm)`, ms(bareWall), ratio(bareWall, ideal), '1.00x', ''],
-      [`llm_query_batched from the sandbox, ${prompts} prompts (target <= 1.02x ideal)`, ms(wall), ratio(wall, ideal), ratio(wall, bareWall), `${REFERENCE.batchedRatio.toFixed(2)}x ideal`],
-      [`sequential llm_query, 0 ms latency, per call (${calls} calls)`, ms(perCall), '', '', `${REFERENCE.sequentialMs} ms (rlm = ${ratio(perCall, REFERENCE.sequentialMs)})`],
-    ]);
+    const sequential = await sequentialFigures(fast.baseURL);
+    const batched = await batchedFigures(slow.baseURL);
+    const reference = referenceSubcalls({ fastURL: fast.baseURL, slowURL: slow.baseURL, calls: SEQUENTIAL_CALLS, prompts: REFERENCE_BATCH });
+    printSequential(sequential, reference);
+    printBatched(batched, reference);
   } finally {
     slow.close();
     fast.close();

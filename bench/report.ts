@@ -8,7 +8,8 @@ export function printTable(title: string, header: string[], rows: string[][]): v
   for (const row of rows) console.log(line(row));
 }
 
-export const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
+// Three decimals below 0.1 ms, where per-call costs of pipes and host calls sit.
+export const ms = (value: number) => `${value.toFixed(Math.abs(value) < 0.1 ? 3 : Math.abs(value) < 10 ? 2 : 1)} ms`;
 export const ratio = (value: number, baseline: number) => `${(value / baseline).toFixed(2)}x`;
 
 export function median(values: number[]): number {
