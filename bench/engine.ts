@@ -5,11 +5,8 @@
 import PQueue from 'p-queue';
 import { RLM, Sandbox, type ChatRequest, type LanguageModel } from '../src/index.js';
 import { ScriptedModel } from '../src/testing.js';
-import { median, ms, printTable, ratio } from './report.js';
+import { RUNS, LATENCY_MS, CONCURRENCY, median, ms, printTable, ratio } from './report.js';
 
-const RUNS = 3;
-const LATENCY_MS = 50;
-const CONCURRENCY = 16;
 const MAX_CONCURRENT_CHILDREN = 4;
 const SUB_CALLS = [10, 100, 1_000];
 const TARGET_SHARE = 0.05;

@@ -13,11 +13,8 @@ import { ModelScheduler } from '../src/lm/scheduler.js';
 import { UsageTracker } from '../src/lm/usage.js';
 import { startServerProcess } from './fake-server.js';
 import { referenceCell, referenceRatio, referenceSubcalls, type Reference } from './reference.js';
-import { median, ms, printTable, ratio } from './report.js';
+import { RUNS, LATENCY_MS, CONCURRENCY, median, ms, printTable, ratio } from './report.js';
 
-const RUNS = 3;
-const LATENCY_MS = 50;
-const CONCURRENCY = 16;
 const SEQUENTIAL_CALLS = 500;
 const WARM_UP_CALLS = 20;
 const BATCH_SIZES = [10, 100, 1_000];

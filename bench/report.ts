@@ -1,3 +1,8 @@
+/** Settings the benchmarks share: runs per figure (its median is printed), and the model traffic of the sub-call benchmarks. */
+export const RUNS = 3;
+export const LATENCY_MS = 50;
+export const CONCURRENCY = 16;
+
 /** Prints a benchmark table with aligned columns. */
 export function printTable(title: string, header: string[], rows: string[][]): void {
   const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => (row[column] ?? '').length)));

@@ -5,10 +5,9 @@ import { Sandbox } from '../src/index.js';
 import { workerPool } from '../src/sandbox/pool.js';
 import { bareIsolateMs, EchoChild, fileRoundTripMs, procStatusMb } from './floors.js';
 import { referenceCell, referenceContextLoad, referenceRatio } from './reference.js';
-import { median, ms, printTable, ratio } from './report.js';
+import { RUNS, median, ms, printTable, ratio } from './report.js';
 
 const STARTS = 5;
-const RUNS = 3;
 const CALLS = 10_000;
 const CALLS_IN_FLIGHT = 1_000;
 const CONTEXT_SIZES_MB = [1, 10, 100];
