@@ -1,0 +1,113 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, RLM } from '../../src/index.js';
+import { readRunLog } from '../../src/view/log-reader.js';
+import { models, repl } from '../engine/helpers.js';
+
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks a key up',
+  parameters: z.object({ key: z.string() }),
+  execute: ({ key }) => ({ value: key.length }),
+});
+
+/** A real run's log: a child RLM, a sub-model call and a tool call in one block, then FINAL. */
+async function loggedRun(): Promise<string> {
+  const logDir = mkdtempSync(join(tmpdir(), 'rlm-view-'));
+  const code = 'const child = rlm_query("child run: count"); const sub = llm_query("summarise"); const found = tools.lookup({ key: "abc" }); print(child, sub, found.value)';
+  const { languageModel } = models(
+    (request) => (String(request.messages[1]?.content).includes('child run') ? repl('FINAL("seven")') : request.messages.length > 3 ? 'FINAL(all done)' : repl(code)),
+    ['a summary'],
+  );
+  const result = await new RLM({ model: 'root', subModel: 'sub', languageModel, tools: [lookup], maxDepth: 2, logDir }).completion({ context: 'c', query: 'q' });
+  return readFileSync(result.logPath!, 'utf8');
+}
+
+describe('readRunLog', () => {
+  it('reads a whole rlm log into a run tree with child runs, sub-calls, tool calls and the end', async () => {
+    const log = readRunLog(await loggedRun());
+    expect(log.problems).toEqual([]);
+    expect(log.endsEarly).toBe(false);
+    expect(log.metadata).toMatchObject({ rootModel: 'root', maxDepth: 2, maxIterations: 30 });
+    expect(log.iterations.map((iteration) => iteration.index)).toEqual([1, 2]);
+    const [block] = log.iterations[0]!.blocks;
+    expect(block!.stdout).toBe('seven a summary 3\n');
+    expect(block!.variables).toMatchObject({ child: 'string (5 chars)', sub: 'string (9 chars)' });
+    expect(block!.durationMs).toBeGreaterThan(0);
+    const child = block!.subcalls.find((call) => call.child);
+    expect(child!.response).toBe('seven');
+    expect(child!.child![0]!.blocks[0]!.finalAnswer).toBe('seven');
+    const plain = block!.subcalls.find((call) => !call.child);
+    expect(plain).toMatchObject({ model: 'sub', response: 'a summary' });
+    expect(block!.toolCalls).toEqual([expect.objectContaining({ name: 'lookup', success: true, result: { value: 3 } })]);
+    expect(log.iterations[1]!.finalAnswer).toBe('all done');
+    expect(log.end).toMatchObject({ status: 'completed', answer: 'all done' });
+  });
+
+  it('reads a log cut off mid-line up to the cut, and says it ends early', async () => {
+    const text = await loggedRun();
+    const lines = text.trim().split('\n');
+    const cut = [...lines.slice(0, 2), lines[2]!.slice(0, 40)].join('\n');
+    const log = readRunLog(cut);
+    expect(log.endsEarly).toBe(true);
+    expect(log.problems).toEqual([]);
+    expect(log.iterations).toHaveLength(1);
+    expect(log.end).toBeUndefined();
+  });
+
+  it('lists unreadable lines in the middle as problems and reads the rest', () => {
+    const text = ['{"type":"metadata","root_model":"m"}', 'not json', '{"type":"surprise"}', '{"type":"run_end","status":"error","error":{"message":"boom"}}'].join('\n');
+    const log = readRunLog(text);
+    expect(log.problems).toEqual(['line 2 is not JSON', 'line 3 has an unknown type "surprise"']);
+    expect(log.end).toMatchObject({ status: 'error', error: { message: 'boom' } });
+    expect(log.endsEarly).toBe(false);
+  });
+
+  it("reads the reference logger's format, which has no tool calls or run end", () => {
+    const reference = [
+      { type: 'metadata', root_model: 'gpt-5', max_depth: 1, max_iterations: 30, backend: 'openai', environment_type: 'local', other_backends: null },
+      {
+        type: 'iteration',
+        iteration: 1,
+        timestamp: '2026-01-01T00:00:00',
+        prompt: [{ role: 'user', content: 'q' }],
+        response: '```repl\nx = llm_query("hi")\n```',
+        code_blocks: [
+          {
+            code: 'x = llm_query("hi")',
+            result: {
+              stdout: '',
+              stderr: '',
+              locals: { x: 'str' },
+              execution_time: 0.5,
+              rlm_calls: [{ root_model: 'gpt-5-mini', prompt: 'hi', response: 'hello', usage_summary: { model_usage_summaries: { 'gpt-5-mini': { total_calls: 1, total_input_tokens: 3, total_output_tokens: 2 } } }, execution_time: 0.25 }],
+            },
+          },
+        ],
+        final_answer: null,
+        iteration_time: 1.5,
+      },
+    ]
+      .map((entry) => JSON.stringify(entry))
+      .join('\n');
+    const log = readRunLog(reference);
+    expect(log.problems).toEqual([]);
+    expect(log.metadata).toMatchObject({ rootModel: 'gpt-5', environment: 'local', otherModels: [] });
+    const iteration = log.iterations[0]!;
+    expect(iteration.durationMs).toBe(1500);
+    expect(iteration.blocks[0]!.toolCalls).toEqual([]);
+    expect(iteration.blocks[0]!.subcalls[0]).toEqual({
+      model: 'gpt-5-mini',
+      prompt: 'hi',
+      response: 'hello',
+      durationMs: 250,
+      usage: { 'gpt-5-mini': { calls: 1, inputTokens: 3, outputTokens: 2 } },
+      error: undefined,
+      child: undefined,
+    });
+    expect(log.endsEarly).toBe(true);
+  });
+});
