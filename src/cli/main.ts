@@ -11,6 +11,7 @@ import type { CommandIo } from './io.js';
 import type { RunFlags } from './run-command.js';
 import { addRunOptionFlags, collect, number, port } from './run-options.js';
 import type { ServeFlags } from './serve-command.js';
+import type { ViewFlags } from './view-command.js';
 import { EXIT } from './usage-error.js';
 
 
@@ -60,6 +61,16 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
       setExitCode(await serveCommand(flags, io));
     });
 
+  program
+    .command('view')
+    .description('turn a run log (--log-dir) into one self-contained HTML page')
+    .argument('<log.jsonl>', 'a trajectory written by rlm run --log-dir, or by the reference RLM logger')
+    .option('--out <file>', 'where to write the page (default: the log path with .html)')
+    .action(async (logPath: string, flags: ViewFlags) => {
+      const { viewCommand } = await import('./view-command.js');
+      setExitCode(await viewCommand(logPath, flags, io));
+    });
+
   program.addHelpText(
     'after',
     `
@@ -88,7 +99,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.unknownOption' && argv[0]?.startsWith('-')) {
-        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve)\n`);
+        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, view)\n`);
       }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }

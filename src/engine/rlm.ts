@@ -185,7 +185,7 @@ export class RLM {
     let logger: TrajectoryLogger | undefined;
     let run: Run | undefined;
     try {
-      logger = this.startLog();
+      logger = this.startLog(input.query);
       const settings = await this.prepare();
       const gateway = new ModelGateway({ models: this.models, scheduler: new ModelScheduler(this.options.maxConcurrency), usage, guard: budget, signal: budget.signal });
       const runTree = {
@@ -239,7 +239,7 @@ export class RLM {
     return { ...DEFAULT_PRICES, ...this.options.prices };
   }
 
-  private startLog(): TrajectoryLogger | undefined {
+  private startLog(query: string | undefined): TrajectoryLogger | undefined {
     if (!this.options.logDir) return undefined;
     const logger = new TrajectoryLogger(this.options.logDir, [...(this.models.secrets ?? []), ...(this.options.apiKey ? [this.options.apiKey] : [])]);
     logger.metadata({
@@ -249,6 +249,7 @@ export class RLM {
       maxIterations: this.settings.maxIterations,
       baseURL: this.options.baseURL ?? this.models.baseURL,
       sandbox: { ...this.settings.sandbox },
+      query,
     });
     return logger;
   }

@@ -11,6 +11,8 @@ export interface TrajectoryMetadata {
   maxIterations: number;
   baseURL: string | undefined;
   sandbox: Record<string, unknown>;
+  /** The question, when the run was given one (an rlm addition to the reference schema). */
+  query: string | undefined;
 }
 
 /**
@@ -45,6 +47,7 @@ export class TrajectoryLogger {
       environment_type: 'isolated-vm',
       environment_kwargs: metadata.sandbox,
       other_backends: metadata.subModel === metadata.rootModel ? null : [metadata.subModel],
+      ...(metadata.query !== undefined && { query: metadata.query }),
     });
   }
 

@@ -15,6 +15,8 @@ export interface RunLog {
 }
 
 export interface LogMetadata {
+  /** The run's question (rlm logs only). */
+  query: string | undefined;
   rootModel: string | undefined;
   otherModels: string[];
   maxDepth: number | undefined;
@@ -117,6 +119,7 @@ function readEntry(entry: Record<string, unknown>, lineNumber: number, log: RunL
 
 function readMetadata(entry: Record<string, unknown>): LogMetadata {
   return {
+    query: optionalText(entry.query),
     rootModel: optionalText(entry.root_model),
     otherModels: Array.isArray(entry.other_backends) ? entry.other_backends.map(String) : [],
     maxDepth: optionalNumber(entry.max_depth),

@@ -1,37 +1,13 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { defineTool, RLM } from '../../src/index.js';
 import { readRunLog } from '../../src/view/log-reader.js';
-import { models, repl } from '../engine/helpers.js';
-
-const lookup = defineTool({
-  name: 'lookup',
-  description: 'Looks a key up',
-  parameters: z.object({ key: z.string() }),
-  execute: ({ key }) => ({ value: key.length }),
-});
-
-/** A real run's log: a child RLM, a sub-model call and a tool call in one block, then FINAL. */
-async function loggedRun(): Promise<string> {
-  const logDir = mkdtempSync(join(tmpdir(), 'rlm-view-'));
-  const code = 'const child = rlm_query("child run: count"); const sub = llm_query("summarise"); const found = tools.lookup({ key: "abc" }); print(child, sub, found.value)';
-  const { languageModel } = models(
-    (request) => (String(request.messages[1]?.content).includes('child run') ? repl('FINAL("seven")') : request.messages.length > 3 ? 'FINAL(all done)' : repl(code)),
-    ['a summary'],
-  );
-  const result = await new RLM({ model: 'root', subModel: 'sub', languageModel, tools: [lookup], maxDepth: 2, logDir }).completion({ context: 'c', query: 'q' });
-  return readFileSync(result.logPath!, 'utf8');
-}
+import { loggedRun } from './helpers.js';
 
 describe('readRunLog', () => {
   it('reads a whole rlm log into a run tree with child runs, sub-calls, tool calls and the end', async () => {
-    const log = readRunLog(await loggedRun());
+    const log = readRunLog((await loggedRun('How many?')).text);
     expect(log.problems).toEqual([]);
     expect(log.endsEarly).toBe(false);
-    expect(log.metadata).toMatchObject({ rootModel: 'root', maxDepth: 2, maxIterations: 30 });
+    expect(log.metadata).toMatchObject({ query: 'How many?', rootModel: 'root', maxDepth: 2, maxIterations: 30 });
     expect(log.iterations.map((iteration) => iteration.index)).toEqual([1, 2]);
     const [block] = log.iterations[0]!.blocks;
     expect(block!.stdout).toBe('seven a summary 3\n');
@@ -48,7 +24,7 @@ describe('readRunLog', () => {
   });
 
   it('reads a log cut off mid-line up to the cut, and says it ends early', async () => {
-    const text = await loggedRun();
+    const { text } = await loggedRun();
     const lines = text.trim().split('\n');
     const cut = [...lines.slice(0, 2), lines[2]!.slice(0, 40)].join('\n');
     const log = readRunLog(cut);

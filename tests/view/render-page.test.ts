@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { readRunLog } from '../../src/view/log-reader.js';
+import { renderPage, runStats } from '../../src/view/render-page.js';
+import { loggedRun } from './helpers.js';
+
+const line = (entry: unknown) => JSON.stringify(entry);
+
+describe('renderPage', () => {
+  it('shows the question, the answer, the stats over the whole tree and the child run nested in its block', async () => {
+    const log = readRunLog((await loggedRun('Which <b>parts</b>?')).text);
+    expect(runStats(log)).toMatchObject({ iterations: 2, codeBlocks: 2, subcalls: 1, childRuns: 1, toolCalls: 1 });
+    expect(Object.keys(runStats(log).byModel).sort()).toEqual(['root', 'sub']);
+    const page = renderPage(log, 'run.jsonl');
+    expect(page).toContain('Which &#60;b&#62;parts&#60;/b&#62;?');
+    expect(page).not.toContain('<b>parts</b>');
+    expect(page).toMatch(/id="status">completed</);
+    expect(page).toMatch(/<pre class="text">all done<\/pre>/);
+    // The child run's iteration sits inside the sub-call that started it.
+    const child = page.slice(page.indexOf('class="subcall child-run"'));
+    expect(child.indexOf('FINAL(&#34;seven&#34;)')).toBeGreaterThan(0);
+    expect(child.indexOf('FINAL(&#34;seven&#34;)')).toBeLessThan(child.indexOf('</details>\n</div>\n</details>'));
+    expect(page).toContain('tool · lookup');
+    // Self-contained: nothing is fetched.
+    expect(page).not.toMatch(/<(script|link|img)[^>]+(src|href)=/);
+  });
+
+  it('marks failed and forced runs, and logs that end early', () => {
+    const iteration = { type: 'iteration', iteration: 1, prompt: [], response: 'thinking', code_blocks: [], final_answer: null, iteration_time: 0.1 };
+    const failed = renderPage(readRunLog([line({ type: 'metadata' }), line(iteration), line({ type: 'run_end', status: 'limit', error: { name: 'RunLimitError', code: 'max_budget', message: 'budget spent' }, partialAnswer: 'half' })].join('\n')), 'x');
+    expect(failed).toMatch(/class="answer failed"/);
+    expect(failed).toContain('Partial answer');
+    expect(failed).toContain('RunLimitError · max_budget: budget spent');
+    const forced = renderPage(readRunLog([line(iteration), line({ type: 'run_end', status: 'completed', answer: 'best guess' })].join('\n')), 'x');
+    expect(forced).toContain('id="forced">forced');
+    expect(forced).not.toContain('id="ends-early"');
+    const cut = renderPage(readRunLog(`${line(iteration)}\n{"type":"iter`), 'x');
+    expect(cut).toContain('id="ends-early"');
+    expect(cut).toMatch(/id="status">unfinished</);
+  });
+
+  it('cuts long texts to a preview with a control that holds the whole text', () => {
+    const long = 'x'.repeat(10_000) + 'THE END';
+    const page = renderPage(readRunLog(line({ type: 'iteration', iteration: 1, prompt: [], response: long, code_blocks: [], final_answer: null })), 'x');
+    expect(page).toContain('show all 10,007 characters');
+    expect(page.split('THE END')).toHaveLength(2);
+  });
+});
