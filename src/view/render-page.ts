@@ -2,8 +2,13 @@
 // network, so it opens from file://. The tree is rendered as HTML up front, with <details> for
 // everything collapsible, so the page is readable even with scripts off; the small script only
 // adds search and keyboard navigation. Every text from the log is escaped: a log holds model
-// output and context slices, which may contain markup.
+// output and context slices, which may contain markup. Code is highlighted here, by highlight.js
+// (which escapes what it is given), so the page carries no highlighter of its own.
+import hljs from 'highlight.js/lib/core';
+import javascript from 'highlight.js/lib/languages/javascript';
 import type { BlockView, IterationView, RunLog, SubcallView, ToolCallView } from './log-reader.js';
+
+hljs.registerLanguage('javascript', javascript);
 
 /** Longer texts show this many characters, with a control to expand the rest. */
 const PREVIEW_CHARS = 2_000;
@@ -133,7 +138,7 @@ ${
 
 function renderIteration(iteration: IterationView, scope: 'root' | 'child'): string {
   const final = iteration.finalAnswer !== null ? ' · <span class="final">FINAL</span>' : '';
-  return `<details class="iteration${scope === 'root' ? ' root-iteration' : ''}" ${scope === 'root' ? 'open' : ''}>
+  return `<details class="iteration${scope === 'root' ? ' root-iteration' : ''}" open>
 <summary>Iteration ${iteration.index} · ${iteration.blocks.length} block${iteration.blocks.length === 1 ? '' : 's'}${iteration.durationMs !== undefined ? ` · ${seconds(iteration.durationMs)}` : ''}${final}</summary>
 <div class="body">
   <details class="prompt"><summary>Prompt (${iteration.prompt.length} messages)</summary>${renderText(JSON.stringify(iteration.prompt, null, 2))}</details>
@@ -177,10 +182,15 @@ function renderToolCall(call: ToolCallView): string {
 </details>`;
 }
 
-/** A text as preformatted, cut to a preview with an expand control when long. */
+/** A text as preformatted, cut to a preview with an expand control when long; code highlighted. */
 function renderText(text: string, kind = 'text'): string {
-  if (text.length <= PREVIEW_CHARS) return `<pre class="${kind}">${escape(text)}</pre>`;
-  return `<pre class="${kind}">${escape(text.slice(0, PREVIEW_CHARS))}</pre><details class="more"><summary>show all ${text.length.toLocaleString('en-US')} characters</summary><pre class="${kind}">${escape(text)}</pre></details>`;
+  const format = kind === 'code' ? highlight : escape;
+  if (text.length <= PREVIEW_CHARS) return `<pre class="${kind}">${format(text)}</pre>`;
+  return `<pre class="${kind}">${format(text.slice(0, PREVIEW_CHARS))}</pre><details class="more"><summary>show all ${text.length.toLocaleString('en-US')} characters</summary><pre class="${kind}">${format(text)}</pre></details>`;
+}
+
+function highlight(code: string): string {
+  return hljs.highlight(code, { language: 'javascript', ignoreIllegals: true }).value;
 }
 
 function oneLine(text: string): string {
@@ -219,6 +229,8 @@ details.more, details.prompt { border: none; padding: 0; }
 .child-run { border-left: 3px solid var(--accent); }
 .final { color: var(--good); font-weight: 600; }
 .search { margin: 8px 0; } .search input { width: 320px; padding: 4px 8px; } .hint, #matches { color: var(--muted); font-size: 12px; }
+.hljs-keyword, .hljs-built_in { color: #a626a4; } .hljs-string, .hljs-regexp { color: #50a14f; } .hljs-number, .hljs-literal { color: #986801; } .hljs-comment { color: var(--muted); font-style: italic; } .hljs-title, .hljs-property { color: #4078f2; }
+@media (prefers-color-scheme: dark) { .hljs-keyword, .hljs-built_in { color: #c678dd; } .hljs-string, .hljs-regexp { color: #98c379; } .hljs-number, .hljs-literal { color: #d19a66; } .hljs-title, .hljs-property { color: #61afef; } }
 mark { background: var(--mark); color: inherit; }
 .ends-early, .problems { color: var(--bad); }
 `;

@@ -20,6 +20,8 @@ describe('renderPage', () => {
     expect(child.indexOf('FINAL(&#34;seven&#34;)')).toBeGreaterThan(0);
     expect(child.indexOf('FINAL(&#34;seven&#34;)')).toBeLessThan(child.indexOf('</details>\n</div>\n</details>'));
     expect(page).toContain('tool · lookup');
+    // Code is highlighted, and still escaped.
+    expect(page).toMatch(/<pre class="code"><span class="hljs-keyword">const<\/span> child = <span class="hljs-title function_">rlm_query<\/span>\(<span class="hljs-string">&quot;child run: count&quot;<\/span>\)/);
     // Self-contained: nothing is fetched.
     expect(page).not.toMatch(/<(script|link|img)[^>]+(src|href)=/);
   });
