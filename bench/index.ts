@@ -8,6 +8,7 @@ import { runLmBench } from './lm.js';
 import { runSandboxBench } from './sandbox.js';
 import { runServerBench } from './server.js';
 import { runStartupBench } from './startup.js';
+import { runViewerBench } from './viewer.js';
 
 const benches: Record<string, () => Promise<void>> = {
   startup: runStartupBench,
@@ -15,6 +16,7 @@ const benches: Record<string, () => Promise<void>> = {
   lm: runLmBench,
   engine: runEngineBench,
   server: runServerBench,
+  viewer: runViewerBench,
 };
 const chosen = process.argv.slice(2);
 if (chosen.length === 1 && benches[chosen[0]!]) {
