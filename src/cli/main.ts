@@ -66,6 +66,10 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .description('turn a run log (--log-dir) into one self-contained HTML page')
     .argument('<log.jsonl>', 'a trajectory written by rlm run --log-dir, or by the reference RLM logger')
     .option('--out <file>', 'where to write the page (default: the log path with .html)')
+    .option('--serve', 'serve the page on 127.0.0.1 instead, and print its URL')
+    .option('--follow', 'with --serve: update the page while the run is still writing the log')
+    .option('--port <n>', 'with --serve: the port (default: any free port)', port)
+    .option('--open', 'also open the page in a browser, where one is available')
     .action(async (logPath: string, flags: ViewFlags) => {
       const { viewCommand } = await import('./view-command.js');
       setExitCode(await viewCommand(logPath, flags, io));

@@ -1,7 +1,7 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loggedRun } from '../view/helpers.js';
+import { iterationLine, loggedRun, serveView } from '../view/helpers.js';
 import { runCli, scratch, scratchFile } from './helpers.js';
 
 describe('rlm view', () => {
@@ -36,5 +36,46 @@ describe('rlm view', () => {
     expect(empty.code).toBe(2);
     expect(empty.stderr).toContain('holds no run');
     expect(existsSync(notALog.replace(/\.jsonl$/, '.html'))).toBe(false);
+  });
+
+  it('serves the page on loopback with --serve, re-reading the log, and tells a following page when it changed', async () => {
+    const logPath = scratchFile('growing.jsonl', iterationLine(1, 'first reply'));
+    const { url, child, exited } = await serveView(logPath, ['--follow']);
+    try {
+      expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+      const first = await (await fetch(url)).text();
+      expect(first).toContain('first reply');
+      expect(first).toContain("fetch('/version')");
+      const before = await (await fetch(`${url}version`)).text();
+      appendFileSync(logPath, iterationLine(2, 'second reply'));
+      expect(await (await fetch(`${url}version`)).text()).not.toBe(before);
+      expect(await (await fetch(url)).text()).toContain('second reply');
+      expect((await fetch(`${url}other`)).status).toBe(404);
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).not.toBeNull();
+  });
+
+  it.runIf(process.platform === 'linux')('opens the page with the system opener with --open, and says so when there is none', async () => {
+    const { path } = await loggedRun();
+    const bin = join(scratch, 'opener-bin');
+    mkdirSync(bin, { recursive: true });
+    const opened = join(scratch, 'opened.txt');
+    writeFileSync(join(bin, 'xdg-open'), `#!/bin/sh\necho "$1" > ${opened}\n`);
+    chmodSync(join(bin, 'xdg-open'), 0o755);
+    const result = await runCli(['view', path, '--open'], { env: { PATH: `${bin}:${process.env.PATH}` } });
+    expect(result.code).toBe(0);
+    const page = result.stdout.trim();
+    await expect.poll(() => (existsSync(opened) ? readFileSync(opened, 'utf8').trim() : '')).toBe(page);
+    const without = await runCli(['view', path, '--open'], { env: { PATH: '/nonexistent' } });
+    expect(without.stderr).toContain('no browser could be opened (xdg-open is missing)');
+  });
+
+  it('refuses --follow without --serve', async () => {
+    const { path } = await loggedRun();
+    const result = await runCli(['view', path, '--follow']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--follow updates a served page: use it with --serve.');
   });
 });

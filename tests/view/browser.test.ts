@@ -1,7 +1,7 @@
 // The page in a real browser: Debian's chromium driven by playwright-core. Set CHROMIUM_PATH to use
 // another build; without one the test is skipped and says so (.ci/run installs chromium).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { readRunLog } from '../../src/view/log-reader.js';
 import { renderPage } from '../../src/view/render-page.js';
-import { loggedRun } from './helpers.js';
+import { iterationLine, loggedRun, serveView } from './helpers.js';
 
 const browserPath = process.env.CHROMIUM_PATH ?? findOnPath(['chromium', 'chromium-browser', 'google-chrome']);
 const artifacts = join(packageRoot(), 'test-artifacts');
@@ -40,7 +40,7 @@ describe.skipIf(!browserPath)('the viewer page in Chromium', () => {
     const { path } = await loggedRun('What is counted?');
     mkdirSync(artifacts, { recursive: true });
     const pagePath = join(artifacts, 'viewer.html');
-    writeFileSync(pagePath, renderPage(readRunLog((await import('node:fs')).readFileSync(path, 'utf8')), 'run.jsonl'));
+    writeFileSync(pagePath, renderPage(readRunLog(readFileSync(path, 'utf8')), 'run.jsonl'));
 
     const page = await browser.newPage({ colorScheme: 'dark' });
     const requested: string[] = [];
@@ -83,5 +83,25 @@ describe.skipIf(!browserPath)('the viewer page in Chromium', () => {
     await page.screenshot({ path: join(artifacts, 'viewer.png'), fullPage: true });
     expect(scriptErrors).toEqual([]);
     expect(requested.filter((url) => !url.startsWith('file://'))).toEqual([]);
+  });
+
+  it('updates a page served with --follow while the run is still writing its log', async () => {
+    mkdirSync(artifacts, { recursive: true });
+    const logPath = join(artifacts, 'following.jsonl');
+    writeFileSync(logPath, iterationLine(1, 'first reply'));
+    const { url, child } = await serveView(logPath, ['--follow']);
+    try {
+      const page = await browser.newPage();
+      await page.goto(url);
+      await expect(page.locator('#status').innerText()).resolves.toBe('unfinished');
+      await expect(page.locator('#ends-early').isVisible()).resolves.toBe(true);
+      appendFileSync(logPath, iterationLine(2, 'second reply'));
+      await page.getByText('second reply').waitFor({ timeout: 10_000 });
+      appendFileSync(logPath, `${JSON.stringify({ type: 'run_end', status: 'completed', answer: 'all there' })}\n`);
+      await page.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 10_000 });
+      await expect(page.locator('#answer pre').innerText()).resolves.toBe('all there');
+    } finally {
+      child.kill('SIGINT');
+    }
   });
 });

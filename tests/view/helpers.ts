@@ -1,8 +1,10 @@
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { defineTool, RLM } from '../../src/index.js';
+import { BIN } from '../cli/helpers.js';
 import { models, repl } from '../engine/helpers.js';
 
 const lookup = defineTool({
@@ -23,3 +25,24 @@ export async function loggedRun(query = 'q'): Promise<{ path: string; text: stri
   const result = await new RLM({ model: 'root', subModel: 'sub', languageModel, tools: [lookup], maxDepth: 2, logDir }).completion({ context: 'c', query });
   return { path: result.logPath!, text: readFileSync(result.logPath!, 'utf8') };
 }
+
+/** Starts `rlm view --serve` on `logPath` and resolves with the URL it prints, and the process. */
+export async function serveView(logPath: string, extra: string[] = []): Promise<{ url: string; child: ChildProcess; exited: Promise<number | null> }> {
+  const child = spawn(process.execPath, [BIN, 'view', logPath, '--serve', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes('\n')) resolve(stdout.trim());
+    });
+    void exited.then((code) => reject(new Error(`rlm view exited with ${code}: ${stderr}`)));
+  });
+  return { url, child, exited };
+}
+
+/** One more iteration line, as a run still writing its log appends it. */
+export const iterationLine = (index: number, response: string) =>
+  `${JSON.stringify({ type: 'iteration', iteration: index, prompt: [], response, code_blocks: [], final_answer: null, iteration_time: 0.1 })}\n`;
