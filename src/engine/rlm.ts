@@ -209,7 +209,7 @@ export class RLM {
         runId,
         ...(logger && { logPath: logger.path }),
       };
-      logger?.end({ status: 'completed', answer: result.response, usage: result.usage });
+      logger?.end({ status: 'completed', answer: result.response, forced: result.forced, usage: result.usage });
       channel.push({ type: 'run-end', runId, depth: 0, result });
       channel.close();
     } catch (error) {

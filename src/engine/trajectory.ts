@@ -57,12 +57,14 @@ export class TrajectoryLogger {
   }
 
   /**
-   * The last line: how the run ended. `completed` with the answer, `limit` or `error` with what went
+   * The last line: how the run ended. `completed` with the answer (and whether it was forced), `limit` or `error` with what went
    * wrong, `interrupted` when the caller cancelled it. A log without this line ended early (a crash).
    */
   end(outcome: {
     status: 'completed' | 'limit' | 'error' | 'interrupted';
     answer?: string | undefined;
+    /** The answer was asked for after the last iteration, not given with FINAL. */
+    forced?: boolean;
     error?: { name: string; code?: string | undefined; message: string } | undefined;
     partialAnswer?: string | undefined;
     usage: UsageSummary;

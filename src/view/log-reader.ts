@@ -70,6 +70,8 @@ export interface ToolCallView {
 export interface RunEndView {
   status: string;
   answer: string | undefined;
+  /** The answer was forced after the iteration limit; undefined when the log does not say. */
+  forced: boolean | undefined;
   error: { name?: string; code?: string; message?: string } | undefined;
   partialAnswer: string | undefined;
   usage: unknown;
@@ -107,6 +109,7 @@ function readEntry(entry: Record<string, unknown>, lineNumber: number, log: RunL
       log.end = {
         status: text(entry.status) || 'unknown',
         answer: optionalText(entry.answer),
+        forced: typeof entry.forced === 'boolean' ? entry.forced : undefined,
         error: object(entry.error) as RunEndView['error'],
         partialAnswer: optionalText(entry.partialAnswer),
         usage: entry.usage,

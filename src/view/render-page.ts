@@ -97,7 +97,8 @@ function renderOutcome(log: RunLog): string {
   const status = end ? end.status : 'unfinished';
   const failed = end ? end.status !== 'completed' : true;
   const answer = end?.answer ?? end?.partialAnswer ?? lastFinalAnswer(log.iterations);
-  const forced = end?.status === 'completed' && answer !== undefined && lastFinalAnswer(log.iterations) === undefined;
+  // Older and reference logs do not say: a completed run with no FINAL in its iterations was forced.
+  const forced = end?.status === 'completed' && (end.forced ?? lastFinalAnswer(log.iterations) === undefined);
   return `<section class="outcome">
   ${question !== undefined ? `<div class="question"><h2>Question</h2>${renderText(question)}</div>` : ''}
   <div class="answer ${failed ? 'failed' : ''}" id="answer"><h2>${end?.partialAnswer !== undefined && end.answer === undefined ? 'Partial answer' : 'Answer'} <span class="status status-${escape(status)}" id="status">${escape(status)}</span>${forced ? ' <span class="status status-forced" id="forced">forced</span>' : ''}</h2>

@@ -1,6 +1,11 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { RLM } from '../../src/index.js';
 import { readRunLog } from '../../src/view/log-reader.js';
 import { renderPage, runStats } from '../../src/view/render-page.js';
+import { models, repl } from '../engine/helpers.js';
 import { loggedRun } from './helpers.js';
 
 const line = (entry: unknown) => JSON.stringify(entry);
@@ -38,6 +43,15 @@ describe('renderPage', () => {
     const cut = renderPage(readRunLog(`${line(iteration)}\n{"type":"iter`), 'x');
     expect(cut).toContain('id="ends-early"');
     expect(cut).toMatch(/id="status">unfinished</);
+  });
+
+  it('marks an answer forced at the iteration limit from what the log says', async () => {
+    const { languageModel } = models([repl('print(1)'), 'FINAL(late)']);
+    const logDir = mkdtempSync(join(tmpdir(), 'rlm-view-forced-'));
+    const result = await new RLM({ model: 'root', languageModel, maxIterations: 1, logDir }).completion('c');
+    const log = readRunLog(readFileSync(result.logPath!, 'utf8'));
+    expect(log.end).toMatchObject({ status: 'completed', answer: 'late', forced: true });
+    expect(renderPage(log, 'x')).toContain('id="forced">forced');
   });
 
   it('cuts long texts to a preview with a control that holds the whole text', () => {
