@@ -74,6 +74,9 @@ export class ProgressView {
       case 'tool-call-end':
         if (this.verbose) this.line(`  tool ${event.toolName}: ${event.error ? `error: ${event.error}` : truncate(event.result ?? '', 200)}`);
         break;
+      case 'compaction':
+        this.line(`${event.depth === 0 ? '' : `  child run (depth ${event.depth}): `}conversation compacted to fit ${event.contextWindow.toLocaleString('en-US')} tokens: ~${event.tokensBefore.toLocaleString('en-US')} -> ~${event.tokensAfter.toLocaleString('en-US')} tokens`);
+        break;
       case 'final':
         if (event.depth === 0) this.line(`final answer (${event.source === 'forced' ? 'forced at the iteration limit' : `from ${event.source}`})`);
         break;

@@ -20,6 +20,10 @@ export interface RunOptionFlags {
   setup?: string[];
   systemPrompt?: string;
   logDir?: string;
+  contextWindow?: number;
+  compactAt?: number;
+  /** commander's `--no-compaction`: false when given. */
+  compaction?: boolean;
 }
 
 export function number(kind: 'integer' | 'positive') {
@@ -36,6 +40,12 @@ export function number(kind: 'integer' | 'positive') {
 export function port(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed) || parsed < 0 || parsed > 65_535) throw new InvalidArgumentError('expected a port number from 0 to 65535 (0: any free port).');
+  return parsed;
+}
+
+function percent(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0 || parsed > 100) throw new InvalidArgumentError('expected a percentage greater than 0 and at most 100.');
   return parsed;
 }
 
@@ -67,7 +77,10 @@ export function addRunOptionFlags(command: Command): Command {
     .option('--memory-limit <mb>', 'sandbox heap limit (default: 1024)', number('integer'))
     .option('--setup <file>', 'setup file with tools or sandbox code (repeatable)', collect)
     .option('--system-prompt <file>', 'replace the built-in system prompt')
-    .option('--log-dir <dir>', 'write a JSONL trajectory of each run into this folder');
+    .option('--log-dir <dir>', 'write a JSONL trajectory of each run into this folder')
+    .option('--context-window <tokens>', "tokens the root model can read (default: from the model's name, else 32768)", number('integer'))
+    .option('--compact-at <pct>', 'compact a root conversation at this share of the context window (default: 85)', percent)
+    .option('--no-compaction', 'never compact: a run whose conversation would overflow the window ends (context_window)');
 }
 
 /** The RLM options the run flags ask for (models aside). */
@@ -96,7 +109,17 @@ export function runOptionsFromFlags(flags: RunOptionFlags, env: NodeJS.ProcessEn
     ...(flags.setup && { setup: flags.setup }),
     ...(flags.systemPrompt && { systemPrompt: readPromptFile(flags.systemPrompt) }),
     ...(flags.logDir && { logDir: flags.logDir }),
+    ...(flags.contextWindow !== undefined && { contextWindow: flags.contextWindow }),
+    ...compactionFromFlags(flags),
   };
+}
+
+function compactionFromFlags(flags: RunOptionFlags): Pick<RLMOptions, 'compaction'> {
+  if (flags.compaction === false) {
+    if (flags.compactAt !== undefined) throw new UsageError('--compact-at and --no-compaction contradict each other: choose one.');
+    return { compaction: false };
+  }
+  return flags.compactAt !== undefined ? { compaction: { thresholdPct: flags.compactAt } } : {};
 }
 
 function readPromptFile(path: string): string {

@@ -50,6 +50,16 @@ export interface IterationRecord {
   callerToolCalls?: ToolCall[];
 }
 
+/** A root conversation replaced by its summary to stay inside the model's context window. */
+export interface CompactionRecord {
+  tokensBefore: number;
+  tokensAfter: number;
+  contextWindow: number;
+  messagesReplaced: number;
+  summary: string;
+  durationMs: number;
+}
+
 export interface RunInfo {
   runId: string;
   /** 0 for the root run, 1 for its children, ... */
@@ -69,6 +79,7 @@ export type RlmEvent =
   | (RunInfo & { type: 'subcall-start'; childRunId: string; model: string; promptPreview: string })
   | (RunInfo & { type: 'subcall-end'; childRunId: string; model: string; durationMs: number; error?: string })
   | (RunInfo & { type: 'caller-tool-calls'; calls: ToolCall[] })
+  | (RunInfo & { type: 'compaction' } & CompactionRecord)
   | (RunInfo & { type: 'final'; answer: string; source: 'code' | 'text' | 'forced' })
   | (RunInfo & { type: 'run-end'; result: RlmResult })
   | (RunInfo & { type: 'error'; error: { name: string; code?: string; message: string } });

@@ -2,7 +2,7 @@ import { ConfigurationError, RlmError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import type { UsageSummary, UsageTracker } from '../lm/usage.js';
 
-export type LimitCode = 'max_iterations' | 'max_tokens' | 'max_budget' | 'max_time' | 'max_errors' | 'max_llm_calls';
+export type LimitCode = 'max_iterations' | 'max_tokens' | 'max_budget' | 'max_time' | 'max_errors' | 'max_llm_calls' | 'context_window';
 
 /** What a run had when it ended without an answer. */
 export interface RunFailureDetails {

@@ -31,6 +31,9 @@ const MESSAGE_NAMES = [
   'context-other',
   'context-file',
   'caller-tools',
+  'compact-request',
+  'compacted',
+  'output-cut',
 ] as const;
 export type MessageName = (typeof MESSAGE_NAMES)[number];
 

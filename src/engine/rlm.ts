@@ -7,6 +7,7 @@ import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
 import { KeyedQueues, ModelScheduler } from '../lm/scheduler.js';
 import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
+import { DEFAULT_COMPACTION_THRESHOLD_PCT } from './compaction.js';
 import { prepareLogFolder } from '../log-folder.js';
 import { parseOptions } from '../options.js';
 import { workerPool } from '../sandbox/pool.js';
@@ -62,6 +63,15 @@ const rlmOptionsSchema = z.object({
   maxConcurrentChildren: positive.default(DEFAULTS.engine.maxConcurrentChildren),
   /** Model calls one tool-calling loop may make. @default 10 */
   maxToolIterations: positive.default(DEFAULTS.lm.maxToolIterations),
+  /** Tokens the root model can read; sets when conversations are compacted. @default from a table of known models, else 32768 */
+  contextWindow: positive.optional(),
+  /**
+   * Compacts a root conversation that reaches `thresholdPct` of the context window: the root model
+   * summarizes, the summary replaces the older turns, and they stay readable in the REPL as
+   * `history`. false: never; a conversation that would overflow then ends the run (`context_window`).
+   * @default { thresholdPct: 85 }
+   */
+  compaction: z.union([z.literal(false), z.object({ thresholdPct: z.number().gt(0).lte(100).default(DEFAULT_COMPACTION_THRESHOLD_PCT) })]).default({ thresholdPct: DEFAULT_COMPACTION_THRESHOLD_PCT }),
   /** Replaces the built-in system prompt (prompts/system.md). */
   systemPrompt: z.string().optional(),
   /** Limits of each run's sandbox: heap (MB), time per block (ms), printed characters per block, ... */
@@ -127,6 +137,8 @@ export class RLM {
       maxConcurrentChildren: this.options.maxConcurrentChildren,
       systemPrompt: this.options.systemPrompt,
       sandbox: this.options.sandbox,
+      contextWindow: this.options.contextWindow,
+      compaction: this.options.compaction,
       setupCode: loadSetupCode(setupCode === undefined ? [] : Array.isArray(setupCode) ? setupCode : [setupCode]),
     };
   }

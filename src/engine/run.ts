@@ -5,6 +5,7 @@ import { ToolError } from '../errors.js';
 import { toolOutputText } from '../lm/tool-text.js';
 import { unknownToolMessage } from '../lm/tool-arguments.js';
 import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse, type ToolCall } from '../lm/types.js';
+import { ConversationMeter, contextWindowOf, estimateTokens } from './compaction.js';
 import { CallerToolBatch, callerToolValue, type CallerTools } from './caller-tools.js';
 import type { HostCall } from '../sandbox/protocol.js';
 import { Sandbox, type ExecuteResult, type SandboxOptions } from '../sandbox/sandbox.js';
@@ -34,6 +35,10 @@ export interface RunSettings {
   setupCode: string[];
   /** Host tools for model code (shared by child runs). */
   tools: ToolRegistry;
+  /** Tokens the root model of each run can read; undefined: from the table of known models. */
+  contextWindow: number | undefined;
+  /** When to compact a root conversation, as a share of the window; false: never (the run ends instead). */
+  compaction: { thresholdPct: number } | false;
 }
 
 /** What every run of one tree shares: settings, limits, the event sink and the child queues. */
@@ -99,6 +104,11 @@ interface TurnInput {
   sandboxReady: Promise<Sandbox>;
 }
 
+/** Room kept for the message each turn adds after the conversation (turn number, query, notes). */
+const TURN_PROMPT_ALLOWANCE = 200;
+/** The most of the window one block's output may take; a longer output is cut to it. */
+const OUTPUT_SHARE_OF_WINDOW = 0.5;
+
 /**
  * One RLM run: the loop of root-model turns over one sandbox, at some depth of the run tree.
  */
@@ -109,6 +119,11 @@ export class Run implements ParentRun {
   private bestPartial: string | undefined;
   private codeHasRun = false;
   private callerCalls = 0;
+  private readonly meter = new ConversationMeter();
+  /** Every message the root conversation had before compactions replaced them (the sandbox's `history`). */
+  private readonly history: ChatMessage[] = [];
+  /** Where the turns start in the conversation: after the system prompt and the first message (and a summary). */
+  private turnsStart = 2;
   /** Aborts when this run must stop (its tree's limits, its parent block); set when it starts. */
   private runSignal: AbortSignal | undefined;
 
@@ -146,6 +161,7 @@ export class Run implements ParentRun {
       for (let index = 1; index <= settings.maxIterations; index++) {
         signal.throwIfAborted();
         this.emit({ type: 'iteration-start', iteration: index, maxIterations: settings.maxIterations });
+        await this.fitWindow(conversation, input.query, signal, sandboxReady);
         const outcome = await this.takeTurn({ index, conversation, notes, query: input.query, signal, sandboxReady });
         trajectory.push(outcome.record);
         await this.reportIteration(outcome.record);
@@ -204,7 +220,7 @@ export class Run implements ParentRun {
     if (answer !== undefined) return { type: 'final', reply, answer, source: codeFinal !== undefined ? 'code' : 'text', record };
     const notes = textFinal && 'note' in textFinal ? [textFinal.note] : [];
     if (parsed.blocks.length === 0 && !parsed.textFinal) notes.push(message(reply.trim() === '' ? 'empty-reply' : 'no-code'));
-    const outputs = codeBlocks.map((block): ChatMessage => ({ role: 'user', content: blockOutputMessage(block) }));
+    const outputs = codeBlocks.map((block): ChatMessage => ({ role: 'user', content: this.fitOutput(blockOutputMessage(block)) }));
     return { type: 'continue', reply, record, outputs, notes, codeFailed: codeBlocks.some((block) => block.result.error) };
   }
 
@@ -218,6 +234,7 @@ export class Run implements ParentRun {
       ...(callerTools && callerTools.specs.length > 0 && { tools: callerTools.specs, ...(callerTools.toolChoice && { toolChoice: callerTools.toolChoice }) }),
     });
     const reply = response.content ?? '';
+    this.meter.report(messages.slice(0, -1), response.usage.inputTokens);
     this.bestPartial = partialAnswerOf(reply) ?? this.bestPartial;
     signal.throwIfAborted(); // a limit crossed by this very call
     return { reply, toolCalls: response.toolCalls };
@@ -244,6 +261,60 @@ export class Run implements ParentRun {
   /** Ids the caller sees: unique in this run, whatever ids the upstream model chose. */
   private nextCallerCallId(): string {
     return `call_${this.runId.slice(0, 8)}_${++this.callerCalls}`;
+  }
+
+  /**
+   * Keeps the conversation, as the next turn will send it, inside the root model's window: past the
+   * threshold the root model summarizes and the summary replaces the turns (see compaction.ts);
+   * with compaction off, a conversation that would overflow ends the run with `context_window`.
+   */
+  private async fitWindow(conversation: ChatMessage[], query: string | undefined, signal: AbortSignal, sandboxReady: Promise<Sandbox>): Promise<void> {
+    const { compaction } = this.tree.settings;
+    const window = this.contextWindow();
+    const tokens = this.meter.measure(conversation) + TURN_PROMPT_ALLOWANCE;
+    if (compaction && tokens >= (window * compaction.thresholdPct) / 100 && conversation.length > this.turnsStart) {
+      await this.compact(conversation, tokens, query, signal, sandboxReady);
+      return;
+    }
+    if (tokens > window) {
+      throw new RunLimitError('context_window', `The root conversation (about ${tokens.toLocaleString('en-US')} tokens) no longer fits the context window of ${this.rootModel} (${window.toLocaleString('en-US')} tokens), and compaction is off.`);
+    }
+  }
+
+  private async compact(conversation: ChatMessage[], tokensBefore: number, query: string | undefined, signal: AbortSignal, sandboxReady: Promise<Sandbox>): Promise<void> {
+    const started = performance.now();
+    const { reply: summary } = await this.askRoot([...conversation, { role: 'user', content: message('compact-request') }], signal);
+    if (this.history.length === 0) this.history.push(...conversation.slice(0, 2));
+    const replaced = conversation.slice(this.turnsStart);
+    this.history.push(...replaced);
+    await (await sandboxReady).setContext(this.history, 'history', { signal });
+    const kept: ChatMessage[] = [
+      conversation[0]!,
+      conversation[1]!,
+      { role: 'assistant', content: summary },
+      { role: 'user', content: [message('compacted', { turns: String(replaced.length) }), query !== undefined ? message('query', { query }) : ''].filter(Boolean).join('\n\n') },
+    ];
+    conversation.splice(0, conversation.length, ...kept);
+    this.turnsStart = kept.length;
+    const tokensAfter = this.meter.measure(conversation) + TURN_PROMPT_ALLOWANCE;
+    const record = { tokensBefore, tokensAfter, contextWindow: this.contextWindow(), messagesReplaced: replaced.length, summary, durationMs: performance.now() - started };
+    this.placement.logger?.compaction(record);
+    this.emit({ type: 'compaction', ...record });
+    if (tokensAfter > this.contextWindow()) {
+      throw new RunLimitError('context_window', `Even compacted, the root conversation (about ${tokensAfter.toLocaleString('en-US')} tokens) does not fit the context window of ${this.rootModel} (${this.contextWindow().toLocaleString('en-US')} tokens).`);
+    }
+  }
+
+  /** A block output that alone would fill most of the window is cut, saying so. */
+  private fitOutput(text: string): string {
+    const allowed = this.contextWindow() * OUTPUT_SHARE_OF_WINDOW;
+    if (estimateTokens([{ role: 'user', content: text }]) <= allowed) return text;
+    const shown = Math.floor(allowed * 3) - 200;
+    return `${text.slice(0, shown)}\n${message('output-cut', { shown: shown.toLocaleString('en-US'), total: text.length.toLocaleString('en-US') })}`;
+  }
+
+  private contextWindow(): number {
+    return contextWindowOf(this.rootModel, this.tree.settings.contextWindow);
   }
 
   /**

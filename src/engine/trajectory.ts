@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { UsageSummary } from '../lm/usage.js';
-import type { IterationRecord, SubcallRecord } from './events.js';
+import type { CompactionRecord, IterationRecord, SubcallRecord } from './events.js';
 
 export interface TrajectoryMetadata {
   rootModel: string;
@@ -54,6 +54,21 @@ export class TrajectoryLogger {
   iteration(record: IterationRecord): void {
     this.count += 1;
     this.write({ type: 'iteration', iteration: this.count, timestamp: new Date().toISOString(), ...iterationJson(record) });
+  }
+
+  /** A compaction of the root conversation (an rlm addition to the reference schema). */
+  compaction(record: CompactionRecord): void {
+    this.write({
+      type: 'compaction',
+      timestamp: new Date().toISOString(),
+      after_iteration: this.count,
+      tokens_before: record.tokensBefore,
+      tokens_after: record.tokensAfter,
+      context_window: record.contextWindow,
+      messages_replaced: record.messagesReplaced,
+      summary: record.summary,
+      execution_time: record.durationMs / 1000,
+    });
   }
 
   /**

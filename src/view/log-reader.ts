@@ -6,6 +6,8 @@
 export interface RunLog {
   metadata: LogMetadata | undefined;
   iterations: IterationView[];
+  /** Root conversations replaced by a summary to fit the model's context window. */
+  compactions: CompactionView[];
   /** How the run ended (rlm's `run_end` line); undefined when the log has none. */
   end: RunEndView | undefined;
   /** The last line was cut off, or the run has not written its end yet. */
@@ -67,6 +69,14 @@ export interface ToolCallView {
   durationMs: number | undefined;
 }
 
+export interface CompactionView {
+  /** The iteration after which the conversation was compacted. */
+  afterIteration: number;
+  tokensBefore: number | undefined;
+  tokensAfter: number | undefined;
+  summary: string;
+}
+
 export interface RunEndView {
   status: string;
   answer: string | undefined;
@@ -79,7 +89,7 @@ export interface RunEndView {
 
 /** Reads a whole log's text. */
 export function readRunLog(text: string): RunLog {
-  const log: RunLog = { metadata: undefined, iterations: [], end: undefined, endsEarly: false, problems: [] };
+  const log: RunLog = { metadata: undefined, iterations: [], compactions: [], end: undefined, endsEarly: false, problems: [] };
   const lines = text.split('\n');
   lines.forEach((line, index) => {
     if (line.trim() === '') return;
@@ -104,6 +114,14 @@ function readEntry(entry: Record<string, unknown>, lineNumber: number, log: RunL
       return;
     case 'iteration':
       log.iterations.push(readIteration(entry, log.iterations.length + 1));
+      return;
+    case 'compaction':
+      log.compactions.push({
+        afterIteration: optionalNumber(entry.after_iteration) ?? log.iterations.length,
+        tokensBefore: optionalNumber(entry.tokens_before),
+        tokensAfter: optionalNumber(entry.tokens_after),
+        summary: text(entry.summary),
+      });
       return;
     case 'run_end':
       log.end = {

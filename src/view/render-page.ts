@@ -82,7 +82,7 @@ export function renderPage(log: RunLog, title: string): string {
 </header>
 <main>
 ${log.problems.length ? `<section class="problems"><h2>Lines that could not be read</h2><ul>${log.problems.map((problem) => `<li>${escape(problem)}</li>`).join('')}</ul></section>` : ''}
-${log.iterations.map((iteration) => renderIteration(iteration, 'root')).join('\n')}
+${log.iterations.map((iteration) => renderIteration(iteration, 'root') + renderCompactions(log, iteration.index)).join('\n')}
 ${log.endsEarly ? '<p class="ends-early" id="ends-early">The log ends early: the run crashed or is still running. Shown is what it had written.</p>' : ''}
 </main>
 <script>${SCRIPT}</script>
@@ -148,6 +148,16 @@ function renderIteration(iteration: IterationView, scope: 'root' | 'child'): str
   ${iteration.finalAnswer !== null ? `<h3>Final answer</h3>${renderText(iteration.finalAnswer)}` : ''}
 </div>
 </details>`;
+}
+
+function renderCompactions(log: RunLog, afterIteration: number): string {
+  return log.compactions
+    .filter((compaction) => compaction.afterIteration === afterIteration)
+    .map((compaction) => {
+      const tokens = compaction.tokensBefore !== undefined && compaction.tokensAfter !== undefined ? ` · ${compaction.tokensBefore.toLocaleString('en-US')} → ${compaction.tokensAfter.toLocaleString('en-US')} tokens` : '';
+      return `<details class="compaction"><summary>Conversation compacted${tokens}</summary><div class="body"><h4>Summary</h4>${renderText(compaction.summary)}</div></details>`;
+    })
+    .join('\n');
 }
 
 function renderBlock(block: BlockView, index: number): string {
