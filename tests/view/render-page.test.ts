@@ -54,6 +54,16 @@ describe('renderPage', () => {
     expect(renderPage(log, 'x')).toContain('id="forced">forced');
   });
 
+  it('shows a compaction after the iteration it followed', () => {
+    const iteration = (index: number) => line({ type: 'iteration', iteration: index, prompt: [], response: `reply ${index}`, code_blocks: [], final_answer: null });
+    const log = readRunLog([iteration(1), line({ type: 'compaction', after_iteration: 1, tokens_before: 5100, tokens_after: 2000, summary: 'learned a lot' }), iteration(2)].join('\n'));
+    expect(log.problems).toEqual([]);
+    const page = renderPage(log, 'x');
+    expect(page).toContain('Conversation compacted · 5,100 → 2,000 tokens');
+    expect(page.indexOf('reply 1')).toBeLessThan(page.indexOf('learned a lot'));
+    expect(page.indexOf('learned a lot')).toBeLessThan(page.indexOf('reply 2'));
+  });
+
   it('cuts long texts to a preview with a control that holds the whole text', () => {
     const long = 'x'.repeat(10_000) + 'THE END';
     const page = renderPage(readRunLog(line({ type: 'iteration', iteration: 1, prompt: [], response: long, code_blocks: [], final_answer: null })), 'x');
