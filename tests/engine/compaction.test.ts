@@ -19,7 +19,7 @@ function longRunner(label: string) {
     if (asksForSummary(request)) return `Summary (${label}): found is 42, kept in the variable found. Still to do: report it.`;
     if (wasCompacted(request)) return repl('FINAL(`found=${found} history=${history.length} first=${history[1].role}`)');
     turns += 1;
-    return repl(turns === 1 ? `const found = 42; print("a".repeat(2000))` : `print("${label}".repeat(2000 / ${label.length}))`);
+    return `Still reading (${label}).\n` + repl(turns === 1 ? `const found = 42; print("a".repeat(2000))` : `print("${label}".repeat(2000 / ${label.length}))`);
   };
 }
 
@@ -84,7 +84,7 @@ describe('compaction', () => {
     const run = new RLM({ model: 'root', languageModel, contextWindow: WINDOW, maxIterations: 20, compaction: false }).completion('c');
     const error = await run.catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(RunLimitError);
-    expect(error).toMatchObject({ code: 'context_window', message: expect.stringContaining('compaction is off') });
+    expect(error).toMatchObject({ code: 'context_window', message: expect.stringContaining('compaction is off'), partialAnswer: 'Still reading (c).', usage: { calls: rootModel.calls.length } });
     for (const call of rootModel.calls) expect(providerTokens(call.messages)).toBeLessThanOrEqual(WINDOW);
     expect(rootModel.calls.some(asksForSummary)).toBe(false);
   });
