@@ -12,6 +12,7 @@ import type { RunFlags } from './run-command.js';
 import { addRunOptionFlags, collect, number, port } from './run-options.js';
 import type { ServeFlags } from './serve-command.js';
 import type { ViewFlags } from './view-command.js';
+import type { McpFlags } from './mcp-command.js';
 import { EXIT } from './usage-error.js';
 
 
@@ -61,6 +62,17 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
       setExitCode(await serveCommand(flags, io));
     });
 
+  const mcp = program
+    .command('mcp')
+    .description('serve rlm to assistants as an MCP server over stdio: tool rlm_completion')
+    .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULTS.cli.model})`))
+    .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
+  addRunOptionFlags(mcp).action(async (flags: McpFlags) => {
+    void import('../sandbox/pool.js').then(({ workerPool }) => workerPool.refill());
+    const { mcpCommand } = await import('./mcp-command.js');
+    setExitCode(await mcpCommand(flags, io, version()));
+  });
+
   program
     .command('view')
     .description('turn a run log (--log-dir) into one self-contained HTML page')
@@ -103,7 +115,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.unknownOption' && argv[0]?.startsWith('-')) {
-        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, view)\n`);
+        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, mcp, view)\n`);
       }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }

@@ -67,7 +67,7 @@ export async function runCommand(questionWords: string[], flags: RunFlags, io: C
   return EXIT.ok;
 }
 
-async function buildOptions(flags: RunFlags, io: CommandIo): Promise<RLMOptions> {
+export async function buildOptions(flags: Pick<RunFlags, keyof RunOptionFlags | 'model' | 'subModel'>, io: CommandIo): Promise<RLMOptions> {
   const options = runOptionsFromFlags(flags, io.env);
   let model = flags.model ?? io.env.RLM_MODEL;
   const subModel = flags.subModel ?? io.env.RLM_SUB_MODEL;

@@ -1,0 +1,108 @@
+// `rlm mcp`: rlm as a tool for assistants. An MCP server over stdio (the official SDK) with one
+// tool, rlm_completion, that answers a question about a context too large for the assistant's own
+// window. stdout carries the protocol, so everything else goes to stderr.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
+import { RLM, RunFailedError, type RLMOptions } from '../index.js';
+import { loadContexts } from './contexts.js';
+import type { CommandIo } from './io.js';
+import { buildOptions } from './run-command.js';
+import type { RunOptionFlags } from './run-options.js';
+import { EXIT } from './usage-error.js';
+
+/** The flags of `rlm mcp`, as commander parses them. */
+export interface McpFlags extends RunOptionFlags {
+  model?: string;
+  subModel?: string;
+}
+
+const completionInput = {
+  query: z.string().min(1).describe('The question to answer about the context.'),
+  context: z.string().optional().describe('The input itself, as text. Use context_paths for files.'),
+  context_paths: z.array(z.string().min(1)).optional().describe('Files or folders to read as the input (as rlm run --context reads them).'),
+  model: z.string().optional().describe('Root model that writes the code (default: the server’s).'),
+  sub_model: z.string().optional().describe('Model for llm_query from code (default: the server’s).'),
+};
+
+const completionOutput = {
+  iterations: z.number(),
+  forced: z.boolean(),
+  costUsd: z.number(),
+  durationMs: z.number(),
+  usage: z.record(z.string(), z.object({ calls: z.number(), inputTokens: z.number(), outputTokens: z.number(), costUsd: z.number().nullable() })),
+  logPath: z.string().optional(),
+};
+
+export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string): Promise<number> {
+  const options = await buildOptions(flags, io);
+  await new RLM(options).prepare(); // a broken setup file is a usage error now, not at the first call
+  const server = new McpServer({ name: 'rlm', version });
+  server.registerTool(
+    'rlm_completion',
+    {
+      title: 'Recursive Language Model',
+      description:
+        'Answers a question about an input far larger than your context window (files, folders, long text). ' +
+        'A model explores the input by writing code in a sandbox and calling sub-models on parts of it; you get the answer.',
+      inputSchema: completionInput,
+      outputSchema: completionOutput,
+    },
+    async (args, extra) => {
+      const context = await contextOf(args.context, args.context_paths, io);
+      const rlm = new RLM(runOptions(options, args.model, args.sub_model));
+      const progressToken = extra._meta?.progressToken;
+      try {
+        for await (const event of rlm.stream({ context, query: args.query, signal: extra.signal })) {
+          if (event.type === 'iteration-start' && event.depth === 0 && progressToken !== undefined) {
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken, progress: event.iteration, total: event.maxIterations, message: `iteration ${event.iteration} of ${event.maxIterations}` },
+            });
+          }
+          if (event.type === 'run-end') {
+            const { result } = event;
+            return {
+              content: [{ type: 'text' as const, text: result.response }],
+              structuredContent: {
+                iterations: result.iterations,
+                forced: result.forced,
+                costUsd: result.usage.costUsd,
+                durationMs: Math.round(result.durationMs),
+                usage: result.usage.byModel,
+                ...(result.logPath && { logPath: result.logPath }),
+              },
+            };
+          }
+        }
+        throw new Error('the run ended without a result');
+      } catch (error) {
+        const partial = error instanceof RunFailedError ? error.partialAnswer : undefined;
+        const message = error instanceof Error ? error.message : String(error);
+        return { isError: true, content: [{ type: 'text' as const, text: `The run stopped: ${message}${partial ? `\nPartial answer (the best the run had so far):\n${partial}` : ''}` }] };
+      }
+    },
+  );
+  const transport = new StdioServerTransport(process.stdin, process.stdout);
+  await server.connect(transport);
+  io.stderr.write(`rlm: MCP server on stdio, tool rlm_completion (model ${options.model}${options.baseURL ? ` at ${options.baseURL}` : ''})\n`);
+  // Until the client closes its end (or a stop signal).
+  await new Promise<void>((resolve) => {
+    process.stdin.once('end', resolve);
+    process.stdin.once('close', resolve);
+    io.interrupt.addEventListener('abort', () => resolve(), { once: true });
+  });
+  await server.close();
+  return EXIT.ok;
+}
+
+function runOptions(options: RLMOptions, model: string | undefined, subModel: string | undefined): RLMOptions {
+  return { ...options, ...(model && { model }), ...(subModel && { subModel }) };
+}
+
+async function contextOf(text: string | undefined, paths: string[] | undefined, io: CommandIo): Promise<unknown> {
+  if (!paths || paths.length === 0) return text ?? '';
+  const notice = (message: string) => io.stderr.write(`rlm: ${message}\n`);
+  const loaded = await loadContexts({ sources: paths, readStdin: () => Promise.reject(new Error('standard input carries the MCP protocol: pass files or folders')), format: undefined, notice });
+  return text === undefined ? loaded : [text, loaded];
+}

@@ -1,0 +1,91 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
+import { eventually } from '../processes.js';
+import { BIN, repl, scratchFile } from './helpers.js';
+
+const texts = (request: FakeRequest) => (request.body.messages as { content?: unknown }[]).map((message) => String(message.content));
+let upstream: FakeOpenAIServer;
+let client: Client;
+const logDir = mkdtempSync(join(tmpdir(), 'rlm-mcp-logs-'));
+
+beforeAll(async () => {
+  // Root model: prints the context's length and start, then answers with what it printed; a query
+  // containing "slowly" keeps printing (one second a turn) until cancelled.
+  upstream = await startFakeOpenAIServer({
+    reply: (request) => {
+      const all = texts(request);
+      if (all.some((text) => text.includes('slowly'))) return { content: repl('print(1)'), delayMs: 1000 };
+      const output = all.find((text) => text.startsWith('Code executed'));
+      if (!output) return repl('print(typeof context === "string" ? context.length + ":" + context.slice(0, 5) : JSON.stringify(context).slice(0, 40))');
+      return `FINAL(${output.split('REPL output:\n')[1]!.split('\n')[0]})`;
+    },
+  });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [BIN, 'mcp', '--base-url', upstream.baseURL, '--model', 'root', '--max-iterations', '30', '--log-dir', logDir],
+    env: { PATH: process.env.PATH ?? '', HOME: tmpdir() },
+    stderr: 'pipe',
+  });
+  client = new Client({ name: 'rlm-test', version: '1.0.0' });
+  await client.connect(transport);
+});
+
+afterAll(async () => {
+  await client?.close();
+  await upstream?.close();
+});
+
+describe('rlm mcp', () => {
+  it('lists rlm_completion with its arguments', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name)).toEqual(['rlm_completion']);
+    expect(Object.keys(tools[0]!.inputSchema.properties ?? {})).toEqual(['query', 'context', 'context_paths', 'model', 'sub_model']);
+    expect(tools[0]!.inputSchema.required).toEqual(['query']);
+  });
+
+  it('answers about inline context, with usage, cost and iterations as structured content', async () => {
+    const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'How long?', context: 'hello world' } });
+    expect(result.isError).toBeFalsy();
+    expect(result.content).toEqual([{ type: 'text', text: '11:hello' }]);
+    expect(result.structuredContent).toMatchObject({ iterations: 2, forced: false, usage: { root: { calls: 2 } } });
+  });
+
+  it('reads files named in context_paths, and reports progress when asked', async () => {
+    const file = scratchFile('mcp-context.txt', 'abcdefgh'.repeat(1000));
+    const progress: { progress: number; total?: number }[] = [];
+    const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'How long?', context_paths: [file] } }, undefined, { onprogress: (update) => progress.push(update) });
+    expect(result.content).toEqual([{ type: 'text', text: '8000:abcde' }]);
+    expect(progress).toEqual([
+      expect.objectContaining({ progress: 1, total: 30 }),
+      expect.objectContaining({ progress: 2, total: 30 }),
+    ]);
+  });
+
+  it('says what went wrong as a tool error for a missing file', async () => {
+    const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'q', context_paths: ['/nonexistent/file.txt'] } });
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.content)).toContain('/nonexistent/file.txt');
+  });
+
+  it('stops the run when the client cancels the call', async () => {
+    const before = new Set(readdirSync(logDir));
+    const controller = new AbortController();
+    const call = client.callTool({ name: 'rlm_completion', arguments: { query: 'count slowly', context: 'x' } }, undefined, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 1_500);
+    await expect(call).rejects.toThrow(/abort/i);
+    let end: unknown;
+    const ended = await eventually(() => {
+      const file = readdirSync(logDir).find((name) => !before.has(name));
+      const last = file ? readFileSync(join(logDir, file), 'utf8').trim().split('\n').at(-1) : undefined;
+      end = last ? JSON.parse(last) : undefined;
+      return (end as { type?: string } | undefined)?.type === 'run_end';
+    }, 10_000);
+    expect(ended).toBe(true);
+    expect(end).toMatchObject({ status: 'interrupted' });
+  });
+});
