@@ -36,7 +36,9 @@ const completionOutput = {
 
 export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string): Promise<number> {
   const options = await buildOptions(flags, io);
-  await new RLM(options).prepare(); // a broken setup file is a usage error now, not at the first call
+  // A broken setup file is a usage error now, not at the first call; MCP servers start now.
+  const base = new RLM(options);
+  for (const warning of (await base.prepare()).warnings ?? []) io.stderr.write(`rlm: ${warning}\n`);
   const server = new McpServer({ name: 'rlm', version });
   server.registerTool(
     'rlm_completion',
@@ -50,7 +52,7 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
     },
     async (args, extra) => {
       const context = await contextOf(args.context, args.context_paths, io);
-      const rlm = new RLM(runOptions(options, args.model, args.sub_model));
+      const rlm = args.model || args.sub_model ? new RLM(runOptions(options, args.model, args.sub_model)) : base;
       const progressToken = extra._meta?.progressToken;
       try {
         for await (const event of rlm.stream({ context, query: args.query, signal: extra.signal })) {

@@ -31,7 +31,8 @@ export async function runCommand(questionWords: string[], flags: RunFlags, io: C
 
   const options = await buildOptions(flags, io);
   const rlm = new RLM(options);
-  await rlm.prepare(); // setup files: a broken one is a usage error, reported before any model call
+  // Setup files: a broken one is a usage error, reported before any model call.
+  for (const warning of (await rlm.prepare()).warnings ?? []) io.stderr.write(`rlm: ${warning}\n`);
   let context: unknown;
   try {
     const notice = (text: string) => io.stderr.write(`rlm: ${text}\n`);

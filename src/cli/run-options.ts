@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import type { PriceTable, RLMOptions } from '../index.js';
+import { mcpShorthand, readMcpConfigFile, type McpServerConfig } from '../tools/mcp-config.js';
 import { UsageError } from './usage-error.js';
 
 /** Flags that shape every run, shared by `rlm run` and `rlm serve`, as commander parses them. */
@@ -20,6 +21,8 @@ export interface RunOptionFlags {
   setup?: string[];
   systemPrompt?: string;
   logDir?: string;
+  mcpConfig?: string[];
+  mcp?: string[];
   contextWindow?: number;
   compactAt?: number;
   /** commander's `--no-compaction`: false when given. */
@@ -78,6 +81,8 @@ export function addRunOptionFlags(command: Command): Command {
     .option('--setup <file>', 'setup file with tools or sandbox code (repeatable)', collect)
     .option('--system-prompt <file>', 'replace the built-in system prompt')
     .option('--log-dir <dir>', 'write a JSONL trajectory of each run into this folder')
+    .option('--mcp-config <file>', 'mount the tools of the MCP servers in an mcpServers JSON file (repeatable)', collect)
+    .option('--mcp <command>', 'mount the tools of one stdio MCP server, e.g. --mcp "npx -y @modelcontextprotocol/server-everything" (repeatable)', collect)
     .option('--context-window <tokens>', "tokens the root model can read (default: from the model's name, else 32768)", number('integer'))
     .option('--compact-at <pct>', 'compact a root conversation at this share of the context window (default: 85)', percent)
     .option('--no-compaction', 'never compact: a run whose conversation would overflow the window ends (context_window)');
@@ -111,7 +116,35 @@ export function runOptionsFromFlags(flags: RunOptionFlags, env: NodeJS.ProcessEn
     ...(flags.logDir && { logDir: flags.logDir }),
     ...(flags.contextWindow !== undefined && { contextWindow: flags.contextWindow }),
     ...compactionFromFlags(flags),
+    ...mcpServersFromFlags(flags),
   };
+}
+
+function mcpServersFromFlags(flags: RunOptionFlags): Pick<RLMOptions, 'mcpServers'> {
+  if (!flags.mcpConfig && !flags.mcp) return {};
+  const servers: Record<string, McpServerConfig> = {};
+  const add = (name: string, config: McpServerConfig) => {
+    let unique = name;
+    for (let n = 2; unique in servers; n++) unique = `${name}_${n}`;
+    servers[unique] = config;
+  };
+  for (const file of flags.mcpConfig ?? []) {
+    let found: Record<string, McpServerConfig>;
+    try {
+      found = readMcpConfigFile(file);
+    } catch (error) {
+      throw new UsageError(`--mcp-config ${file}: ${(error as Error).message}.`);
+    }
+    for (const [name, config] of Object.entries(found)) add(name, config);
+  }
+  for (const commandLine of flags.mcp ?? []) {
+    try {
+      add(...mcpShorthand(commandLine));
+    } catch (error) {
+      throw new UsageError(`--mcp: ${(error as Error).message}.`);
+    }
+  }
+  return { mcpServers: servers };
 }
 
 function compactionFromFlags(flags: RunOptionFlags): Pick<RLMOptions, 'compaction'> {

@@ -8,6 +8,7 @@ import { KeyedQueues, ModelScheduler } from '../lm/scheduler.js';
 import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
 import { DEFAULT_COMPACTION_THRESHOLD_PCT } from './compaction.js';
+import { mcpServersSchema } from '../tools/mcp-schema.js';
 import { prepareLogFolder } from '../log-folder.js';
 import { parseOptions } from '../options.js';
 import { workerPool } from '../sandbox/pool.js';
@@ -80,6 +81,11 @@ const rlmOptionsSchema = z.object({
   setupCode: z.union([setupCodeEntry, z.array(setupCodeEntry)]).optional(),
   /** Host tools model code can call: tools.NAME(args), tool_handler(name, args), llm_query(..., { tools: TOOLS, tool_handler }). */
   tools: z.array(z.custom<AnyTool>((value) => isFunction((value as AnyTool)?.validate), 'expected tools made with defineTool()')).optional(),
+  /**
+   * MCP servers whose tools become host tools, in the `mcpServers` format assistants use:
+   * `{ NAME: { command, args?, env?, cwd? } | { url, headers? } }`. Started once per process.
+   */
+  mcpServers: mcpServersSchema.optional(),
   /** Setup files (TypeScript or JavaScript modules) exporting `tools` and/or `sandboxSetup`. */
   setup: z.array(z.string().min(1)).optional(),
   /** Prices (USD per million tokens) added to or replacing the built-in table. */
@@ -168,8 +174,10 @@ export class RLM {
   prepare(): Promise<RunSettings> {
     this.prepared ??= (async () => {
       const contribution = await loadSetupFiles(this.options.setup ?? []);
-      const registry = new ToolRegistry([...(this.options.tools ?? []), ...contribution.tools]);
-      return { ...this.settings, tools: registry, setupCode: [...this.settings.setupCode, ...contribution.sandboxSetup] };
+      const ownTools = [...(this.options.tools ?? []), ...contribution.tools];
+      const mcp = this.options.mcpServers ? await (await import('../tools/mcp-tools.js')).loadMcpTools(this.options.mcpServers, ownTools.map((tool) => tool.name)) : { tools: [], problems: [] };
+      const registry = new ToolRegistry([...ownTools, ...mcp.tools]);
+      return { ...this.settings, tools: registry, setupCode: [...this.settings.setupCode, ...contribution.sandboxSetup], warnings: mcp.problems };
     })();
     return this.prepared;
   }

@@ -35,6 +35,8 @@ export interface RunSettings {
   setupCode: string[];
   /** Host tools for model code (shared by child runs). */
   tools: ToolRegistry;
+  /** What went wrong while preparing, without stopping runs (an MCP server that did not start). */
+  warnings?: string[];
   /** Tokens the root model of each run can read; undefined: from the table of known models. */
   contextWindow: number | undefined;
   /** When to compact a root conversation, as a share of the window; false: never (the run ends instead). */
