@@ -1,4 +1,9 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RLM } from '../../src/index.js';
 import { packageRoot } from '../../src/paths.js';
@@ -46,6 +51,28 @@ describe('MCP servers’ tools in the REPL', () => {
     expect(refused).toBe('MCP server "fragile" tool "refuse" returned an error: not today');
     expect(crashed).toMatch(/^MCP server "fragile" tool "crash" failed: /);
     expect(after).toMatch(/^MCP server "fragile" tool "shout" failed: /);
+  });
+
+  it('reach servers over streamable HTTP', async () => {
+    // Stateless: a server and transport per request, as the SDK documents.
+    const http = createServer(async (request, response) => {
+      const server = new McpServer({ name: 'http-tools', version: '1.0.0' });
+      server.registerTool('remote_echo', { description: 'Echoes', inputSchema: { text: z.string() } }, ({ text }) => ({ content: [{ type: 'text', text: `remote: ${text}` }] }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      response.on('close', () => void transport.close());
+      await server.connect(transport);
+      await transport.handleRequest(request, response);
+    });
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+      const { output } = await printed('print(tools.remote_echo({ text: "hi" }))', { mcpServers: { remote: { url } } });
+      expect(output.split('\n')[0]).toBe('remote: hi');
+    } finally {
+      await closeMcpServers();
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    }
   });
 
   it('name a clashing tool SERVER__TOOL, and skip a server that cannot start with a warning', async () => {
