@@ -4,10 +4,12 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
 import { eventually } from '../processes.js';
 import { BIN, repl, scratchFile } from './helpers.js';
 
+const FIXTURE = join(packageRoot(), 'tests', 'fixtures', 'mcp-server.mjs');
 const texts = (request: FakeRequest) => (request.body.messages as { content?: unknown }[]).map((message) => String(message.content));
 let upstream: FakeOpenAIServer;
 let client: Client;
@@ -21,13 +23,14 @@ beforeAll(async () => {
       const all = texts(request);
       if (all.some((text) => text.includes('slowly'))) return { content: repl('print(1)'), delayMs: 1000 };
       const output = all.find((text) => text.startsWith('Code executed'));
+      if (!output && all.some((text) => text.includes('use tools'))) return repl('print(tools.add({ a: 1, b: 2 }).sum)');
       if (!output) return repl('print(typeof context === "string" ? context.length + ":" + context.slice(0, 5) : JSON.stringify(context).slice(0, 40))');
       return `FINAL(${output.split('REPL output:\n')[1]!.split('\n')[0]})`;
     },
   });
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [BIN, 'mcp', '--base-url', upstream.baseURL, '--model', 'root', '--max-iterations', '30', '--log-dir', logDir],
+    args: [BIN, 'mcp', '--base-url', upstream.baseURL, '--model', 'root', '--max-iterations', '30', '--log-dir', logDir, '--mcp', `${process.execPath} ${FIXTURE}`],
     env: { PATH: process.env.PATH ?? '', HOME: tmpdir() },
     stderr: 'pipe',
   });
@@ -64,6 +67,11 @@ describe('rlm mcp', () => {
       expect.objectContaining({ progress: 1, total: 30 }),
       expect.objectContaining({ progress: 2, total: 30 }),
     ]);
+  });
+
+  it('mounts MCP servers for the runs it makes (--mcp)', async () => {
+    const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'use tools', context: 'x' } });
+    expect(result.content).toEqual([{ type: 'text', text: '3' }]);
   });
 
   it('says what went wrong as a tool error for a missing file', async () => {
