@@ -47,6 +47,12 @@ function connect(name: string, config: McpServerConfig): Promise<Connection> {
           ? new StdioClientTransport({ command: config.command, args: config.args ?? [], env: { ...inheritedEnv(), ...config.env }, ...(config.cwd && { cwd: config.cwd }), stderr: 'ignore' })
           : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers ?? {} } });
       await client.connect(transport);
+      const pid = transport instanceof StdioClientTransport ? transport.pid : null;
+      // A server that died is started again by the next RLM that asks for it.
+      client.onclose = () => {
+        if (connections.get(key) === connection) connections.delete(key);
+        if (pid) childPids.delete(pid);
+      };
       const tools = [];
       let cursor: string | undefined;
       do {
@@ -54,7 +60,6 @@ function connect(name: string, config: McpServerConfig): Promise<Connection> {
         tools.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor);
-      const pid = transport instanceof StdioClientTransport ? transport.pid : null;
       if (pid) childPids.add(pid);
       return { client, tools, pid };
     })();

@@ -51,6 +51,9 @@ describe('MCP servers’ tools in the REPL', () => {
     expect(refused).toBe('MCP server "fragile" tool "refuse" returned an error: not today');
     expect(crashed).toMatch(/^MCP server "fragile" tool "crash" failed: /);
     expect(after).toMatch(/^MCP server "fragile" tool "shout" failed: /);
+    // The next RLM that asks for the server starts it again.
+    const again = await printed('print(tools.shout({ text: "back" }))', { mcpServers: { fragile: testServer } });
+    expect(again.output.split('\n')[0]).toBe('BACK');
   });
 
   it('reach servers over streamable HTTP', async () => {
