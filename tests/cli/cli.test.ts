@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 import { eventually, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
+import { codeThenFinal } from './helpers.js';
 
 const BIN = join(packageRoot(), 'bin', 'rlm.js');
 const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
@@ -20,15 +21,6 @@ beforeAll(async () => {
   });
 });
 afterAll(() => server.close());
-
-function codeThenFinal(code: string): (request: FakeRequest) => FakeReply {
-  return (request) => {
-    const messages = request.body.messages as { content: string }[];
-    const output = messages.find((message) => String(message.content).startsWith('Code executed'));
-    if (!output) return repl(code);
-    return `FINAL(${String(output.content).split('REPL output:\n')[1]!.split('\n')[0]})`;
-  };
-}
 
 interface CliResult {
   code: number | null;

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { z as zod3 } from 'zod3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTool } from '../../src/index.js';
-import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
-import { BIN, repl, runCli, scratch, scratchFile } from './helpers.js';
+import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { BIN, codeThenFinal, repl, runCli, scratch, scratchFile } from './helpers.js';
 
 // What a new user trips over, tried through the real binary.
 
@@ -14,11 +14,7 @@ let server: FakeOpenAIServer;
 /** The root model prints `typeof context` and a JSON view of it, then answers with what it saw. */
 beforeAll(async () => {
   server = await startFakeOpenAIServer({
-    reply: (request: FakeRequest) => {
-      const output = (request.body.messages as { role: string; content: string }[]).find((message) => message.role === 'user' && message.content.startsWith('Code executed'));
-      if (!output) return repl('print(Array.isArray(context) ? "array:" + context.length : typeof context + ":" + JSON.stringify(context).slice(0, 60))');
-      return `FINAL(${output.content.split('REPL output:\n')[1]!.split('\n')[0]})`;
-    },
+    reply: codeThenFinal('print(Array.isArray(context) ? "array:" + context.length : typeof context + ":" + JSON.stringify(context).slice(0, 60))'),
   });
 });
 afterAll(() => server.close());

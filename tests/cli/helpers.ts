@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/paths.js';
+import type { FakeReply, FakeRequest } from '../../src/testing.js';
 
 export const BIN = join(packageRoot(), 'bin', 'rlm.js');
 export const scratch = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
@@ -34,4 +35,17 @@ export function scratchFile(name: string, content: string): string {
   const path = join(scratch, name);
   writeFileSync(path, content);
   return path;
+}
+
+/**
+ * A root model for a fake upstream: runs `code` (or the code `code(request)` picks), then answers
+ * with FINAL of the first line its block printed.
+ */
+export function codeThenFinal(code: string | ((request: FakeRequest) => string)): (request: FakeRequest) => FakeReply {
+  return (request) => {
+    const messages = request.body.messages as { role: string; content?: unknown }[];
+    const output = messages.find((message) => message.role === 'user' && String(message.content).startsWith('Code executed'));
+    if (!output) return repl(typeof code === 'string' ? code : code(request));
+    return `FINAL(${String(output.content).split('REPL output:\n')[1]!.split('\n')[0]})`;
+  };
 }

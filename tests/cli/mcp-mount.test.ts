@@ -1,21 +1,15 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
-import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
-import { repl, runCli, scratchFile } from './helpers.js';
+import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { codeThenFinal, runCli, scratchFile } from './helpers.js';
 
 const FIXTURE = join(packageRoot(), 'tests', 'fixtures', 'mcp-server.mjs');
 let upstream: FakeOpenAIServer;
 
 beforeAll(async () => {
   // Root model: calls the MCP tools, then answers with what the block printed.
-  upstream = await startFakeOpenAIServer({
-    reply: (request: FakeRequest) => {
-      const output = (request.body.messages as { content?: unknown }[]).map((message) => String(message.content)).find((text) => text.startsWith('Code executed'));
-      if (!output) return repl('print(tools.add({ a: 20, b: 22 }).sum, tool_handler("shout", { text: "ok" }))');
-      return `FINAL(${output.split('REPL output:\n')[1]!.split('\n')[0]})`;
-    },
-  });
+  upstream = await startFakeOpenAIServer({ reply: codeThenFinal('print(tools.add({ a: 20, b: 22 }).sum, tool_handler("shout", { text: "ok" }))') });
 });
 afterAll(() => upstream.close());
 

@@ -7,13 +7,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
 import { eventually } from '../processes.js';
-import { BIN, repl, scratchFile } from './helpers.js';
+import { BIN, codeThenFinal, repl, scratchFile } from './helpers.js';
 
 const FIXTURE = join(packageRoot(), 'tests', 'fixtures', 'mcp-server.mjs');
 const texts = (request: FakeRequest) => (request.body.messages as { content?: unknown }[]).map((message) => String(message.content));
 let upstream: FakeOpenAIServer;
 let client: Client;
 const logDir = mkdtempSync(join(tmpdir(), 'rlm-mcp-logs-'));
+
+const answer = codeThenFinal((request) =>
+  texts(request).some((text) => text.includes('use tools'))
+    ? 'print(tools.add({ a: 1, b: 2 }).sum)'
+    : 'print(typeof context === "string" ? context.length + ":" + context.slice(0, 5) : JSON.stringify(context).slice(0, 40))',
+);
 
 beforeAll(async () => {
   // Root model: prints the context's length and start, then answers with what it printed; a query
@@ -22,10 +28,7 @@ beforeAll(async () => {
     reply: (request) => {
       const all = texts(request);
       if (all.some((text) => text.includes('slowly'))) return { content: repl('print(1)'), delayMs: 1000 };
-      const output = all.find((text) => text.startsWith('Code executed'));
-      if (!output && all.some((text) => text.includes('use tools'))) return repl('print(tools.add({ a: 1, b: 2 }).sum)');
-      if (!output) return repl('print(typeof context === "string" ? context.length + ":" + context.slice(0, 5) : JSON.stringify(context).slice(0, 40))');
-      return `FINAL(${output.split('REPL output:\n')[1]!.split('\n')[0]})`;
+      return answer(request);
     },
   });
   const transport = new StdioClientTransport({
