@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ChatRequest, type RlmEvent } from '../../src/index.js';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from '../../src/engine/compaction.js';
 import { lastUserMessage, models, repl } from './helpers.js';
+import { rejectionOf } from '../rejection.js';
 
 const WINDOW = 6_000;
 /** How the scripted provider counts a prompt's tokens (what it reports as prompt_tokens). */
@@ -81,9 +82,7 @@ describe('compaction', () => {
 
   it('with compaction off, ends a run whose conversation would overflow with context_window and the partial answer', async () => {
     const { rootModel, languageModel } = models(longRunner('c'));
-    const run = new RLM({ model: 'root', languageModel, contextWindow: WINDOW, maxIterations: 20, compaction: false }).completion('c');
-    const error = await run.catch((caught: unknown) => caught);
-    expect(error).toBeInstanceOf(RunLimitError);
+    const error = await rejectionOf(new RLM({ model: 'root', languageModel, contextWindow: WINDOW, maxIterations: 20, compaction: false }).completion('c'), RunLimitError);
     expect(error).toMatchObject({ code: 'context_window', message: expect.stringContaining('compaction is off'), partialAnswer: 'Still reading (c).', usage: { calls: rootModel.calls.length } });
     for (const call of rootModel.calls) expect(providerTokens(call.messages)).toBeLessThanOrEqual(WINDOW);
     expect(rootModel.calls.some(asksForSummary)).toBe(false);

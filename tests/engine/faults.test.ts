@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { OpenAIModel, RLM, RunFailedError, RunLimitError } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 import { repl } from './helpers.js';
+import { rejectionOf } from '../rejection.js';
 
 // Whole runs over real HTTP against a server that misbehaves on purpose: a failure is never
 // passed off as an answer.
@@ -32,14 +33,7 @@ async function rlmAgainst(root: FakeReply[], sub: (prompt: string) => FakeReply,
   return { rlm, server };
 }
 
-async function failureOf(promise: Promise<unknown>): Promise<RunFailedError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(RunFailedError);
-  return error as RunFailedError;
-}
+const failureOf = (promise: Promise<unknown>) => rejectionOf(promise, RunFailedError);
 
 describe.each([false, true])('the root model misbehaves (stream: %s)', (stream) => {
   it('fails the run on an empty reply instead of answering with nothing', async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ChatRequest } from '../../src/index.js';
 import { lastUserMessage, models, repl } from './helpers.js';
+import { rejectionOf } from '../rejection.js';
 
 const isChild = (request: ChatRequest) => String(request.messages[1]?.content ?? '').includes('You are a child run');
 
@@ -90,13 +91,9 @@ describe('recursion', () => {
 
 describe('limits', () => {
   async function expectLimit(promise: Promise<unknown>, code: string) {
-    const error = await promise.then(
-      () => undefined,
-      (caught: unknown) => caught,
-    );
-    expect(error).toBeInstanceOf(RunLimitError);
-    expect((error as RunLimitError).code).toBe(code);
-    return error as RunLimitError;
+    const error = await rejectionOf(promise, RunLimitError);
+    expect(error.code).toBe(code);
+    return error;
   }
 
   it('maxTokens stops the tree and keeps the partial answer', async () => {

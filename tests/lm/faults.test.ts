@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ModelError, OpenAIModel } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply } from '../../src/testing.js';
+import { rejectionOf } from '../rejection.js';
 
 // The real openai client over real HTTP against a server that misbehaves on purpose.
 
@@ -16,14 +17,7 @@ async function modelFacing(replies: FakeReply[], options: { stream: boolean; max
   return { server, ask: (signal?: AbortSignal) => model.chat({ model: 'm', messages: [{ role: 'user', content: 'q' }], ...(signal && { signal }) }) };
 }
 
-async function failure(promise: Promise<unknown>): Promise<ModelError> {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(ModelError);
-  return error as ModelError;
-}
+const failure = (promise: Promise<unknown>) => rejectionOf(promise, ModelError);
 
 describe.each([false, true])('replies that are not answers (stream: %s)', (stream) => {
   it('takes an empty reply as an error, never as an answer', async () => {
