@@ -9,6 +9,7 @@ import { loadContexts } from './contexts.js';
 import type { CommandIo } from './io.js';
 import { buildOptions } from './run-command.js';
 import type { RunOptionFlags } from './run-options.js';
+import { stopRequested } from './stop-signals.js';
 import { EXIT } from './usage-error.js';
 
 /** The flags of `rlm mcp`, as commander parses them. */
@@ -89,11 +90,11 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
   await server.connect(transport);
   io.stderr.write(`rlm: MCP server on stdio, tool rlm_completion (model ${options.model}${options.baseURL ? ` at ${options.baseURL}` : ''})\n`);
   // Until the client closes its end (or a stop signal).
-  await new Promise<void>((resolve) => {
+  const clientGone = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve);
     process.stdin.once('close', resolve);
-    io.interrupt.addEventListener('abort', () => resolve(), { once: true });
   });
+  await Promise.race([clientGone, stopRequested(io.interrupt)]);
   await server.close();
   return EXIT.ok;
 }

@@ -2,6 +2,7 @@ import { serve, type RunningServer } from '../index.js';
 import type { CommandIo } from './io.js';
 import { useLocalServer } from './run-command.js';
 import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';
+import { stopRequested } from './stop-signals.js';
 import { EXIT } from './usage-error.js';
 
 /** The flags of `rlm serve`, as commander parses them. */
@@ -30,13 +31,6 @@ export async function serveCommand(flags: ServeFlags, io: CommandIo): Promise<nu
   io.stderr.write(`rlm: serving an OpenAI-compatible API at ${server.url}/v1 (upstream: ${run.baseURL ?? 'OpenAI'})\n`);
   await stopRequested(io.interrupt);
   return shutDown(server, io);
-}
-
-function stopRequested(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    signal.addEventListener('abort', () => resolve(), { once: true });
-  });
 }
 
 async function shutDown(server: RunningServer, io: CommandIo): Promise<number> {

@@ -35,3 +35,11 @@ export function abortOnStopSignals(source: SignalSource = process, exit: (code: 
   }
   return controller.signal;
 }
+
+/** Resolves once a stop signal arrived (at once if one already has): long-lived commands wait on it. */
+export function stopRequested(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}

@@ -5,6 +5,7 @@ import { basename } from 'node:path';
 import { readRunLog, type RunLog } from '../view/log-reader.js';
 import { renderPage } from '../view/render-page.js';
 import type { CommandIo } from './io.js';
+import { stopRequested } from './stop-signals.js';
 import { EXIT, UsageError } from './usage-error.js';
 
 /** The flags of `rlm view`, as commander parses them. */
@@ -84,7 +85,7 @@ async function servePage(logPath: string, flags: ViewFlags, io: CommandIo): Prom
   io.stdout.write(`${url}\n`);
   io.stderr.write(`rlm: serving ${logPath}${flags.follow ? ', updating the page as the log grows' : ''}; Ctrl-C stops.\n`);
   if (flags.open) await openInBrowser(url, io);
-  await new Promise<void>((resolve) => (io.interrupt.aborted ? resolve() : io.interrupt.addEventListener('abort', () => resolve(), { once: true })));
+  await stopRequested(io.interrupt);
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return EXIT.ok;

@@ -122,6 +122,8 @@ export class Run implements ParentRun {
   private codeHasRun = false;
   private callerCalls = 0;
   private readonly meter = new ConversationMeter();
+  /** Tokens this run's root model can read. */
+  private readonly contextWindow: number;
   /** Every message the root conversation had before compactions replaced them (the sandbox's `history`). */
   private readonly history: ChatMessage[] = [];
   /** Where the turns start in the conversation: after the system prompt and the first message (and a summary). */
@@ -143,6 +145,7 @@ export class Run implements ParentRun {
   ) {
     this.gateway = gateway.with({ onEvent: (event) => this.emit(event) });
     this.toolExecutor = new ToolExecutor(tree.settings.tools);
+    this.contextWindow = contextWindowOf(rootModel, tree.settings.contextWindow);
   }
 
   /** Runs turns until the root model gives a final answer, a limit stops the run, or turns run out. */
@@ -272,7 +275,7 @@ export class Run implements ParentRun {
    */
   private async fitWindow(conversation: ChatMessage[], query: string | undefined, signal: AbortSignal, sandboxReady: Promise<Sandbox>): Promise<void> {
     const { compaction } = this.tree.settings;
-    const window = this.contextWindow();
+    const window = this.contextWindow;
     const tokens = this.meter.measure(conversation) + TURN_PROMPT_ALLOWANCE;
     if (compaction && tokens >= (window * compaction.thresholdPct) / 100 && conversation.length > this.turnsStart) {
       await this.compact(conversation, tokens, query, signal, sandboxReady);
@@ -299,24 +302,20 @@ export class Run implements ParentRun {
     conversation.splice(0, conversation.length, ...kept);
     this.turnsStart = kept.length;
     const tokensAfter = this.meter.measure(conversation) + TURN_PROMPT_ALLOWANCE;
-    const record = { tokensBefore, tokensAfter, contextWindow: this.contextWindow(), messagesReplaced: replaced.length, summary, durationMs: performance.now() - started };
+    const record = { tokensBefore, tokensAfter, contextWindow: this.contextWindow, messagesReplaced: replaced.length, summary, durationMs: performance.now() - started };
     this.placement.logger?.compaction(record);
     this.emit({ type: 'compaction', ...record });
-    if (tokensAfter > this.contextWindow()) {
-      throw new RunLimitError('context_window', `Even compacted, the root conversation (about ${tokensAfter.toLocaleString('en-US')} tokens) does not fit the context window of ${this.rootModel} (${this.contextWindow().toLocaleString('en-US')} tokens).`);
+    if (tokensAfter > this.contextWindow) {
+      throw new RunLimitError('context_window', `Even compacted, the root conversation (about ${tokensAfter.toLocaleString('en-US')} tokens) does not fit the context window of ${this.rootModel} (${this.contextWindow.toLocaleString('en-US')} tokens).`);
     }
   }
 
   /** A block output that alone would fill most of the window is cut, saying so. */
   private fitOutput(text: string): string {
-    const allowed = this.contextWindow() * OUTPUT_SHARE_OF_WINDOW;
+    const allowed = this.contextWindow * OUTPUT_SHARE_OF_WINDOW;
     if (estimateTokens([{ role: 'user', content: text }]) <= allowed) return text;
     const shown = Math.floor(allowed * 3) - 200;
     return `${text.slice(0, shown)}\n${message('output-cut', { shown: shown.toLocaleString('en-US'), total: text.length.toLocaleString('en-US') })}`;
-  }
-
-  private contextWindow(): number {
-    return contextWindowOf(this.rootModel, this.tree.settings.contextWindow);
   }
 
   /**

@@ -12,7 +12,6 @@ import type { JsonSchema } from './schema.js';
 interface Connection {
   client: Client;
   tools: { name: string; description?: string | undefined; inputSchema: unknown }[];
-  pid: number | null;
 }
 
 const connections = new Map<string, Promise<Connection>>();
@@ -61,7 +60,7 @@ function connect(name: string, config: McpServerConfig): Promise<Connection> {
         cursor = page.nextCursor;
       } while (cursor);
       if (pid) childPids.add(pid);
-      return { client, tools, pid };
+      return { client, tools };
     })();
     connections.set(key, connection);
     connection.catch(() => connections.delete(key)); // a later run tries again
@@ -84,17 +83,19 @@ export async function loadMcpTools(servers: Record<string, McpServerConfig>, tak
   const names = new Set(taken);
   const tools: AnyTool[] = [];
   const problems: string[] = [];
-  const connected = await Promise.all(Object.entries(servers).map(async ([server, config]) => ({ server, result: await connect(server, config).then((c) => ({ ok: true as const, c }), (error: unknown) => ({ ok: false as const, error })) })));
-  for (const { server, result } of connected) {
-    if (!result.ok) {
-      problems.push(`MCP server "${server}" could not be started: ${(result.error as Error).message ?? String(result.error)}. Its tools are not available.`);
+  const started = await Promise.allSettled(Object.entries(servers).map(([server, config]) => connect(server, config)));
+  for (const [index, server] of Object.keys(servers).entries()) {
+    const result = started[index]!;
+    if (result.status === 'rejected') {
+      const reason = result.reason instanceof Error ? result.reason.message : String(result.reason);
+      problems.push(`MCP server "${server}" could not be started: ${reason}. Its tools are not available.`);
       continue;
     }
-    for (const tool of result.c.tools) {
+    for (const tool of result.value.tools) {
       let name = validName(tool.name);
       if (names.has(name)) name = validName(`${server}__${tool.name}`);
       names.add(name);
-      tools.push(mcpTool(server, tool, name, result.c.client));
+      tools.push(mcpTool(server, tool, name, result.value.client));
     }
   }
   return { tools, problems };

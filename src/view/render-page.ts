@@ -95,10 +95,11 @@ function renderOutcome(log: RunLog): string {
   const question = log.metadata?.query;
   const end = log.end;
   const status = end ? end.status : 'unfinished';
-  const failed = end ? end.status !== 'completed' : true;
-  const answer = end?.answer ?? end?.partialAnswer ?? lastFinalAnswer(log.iterations);
+  const failed = end?.status !== 'completed';
+  const finalInLog = lastFinalAnswer(log.iterations);
+  const answer = end?.answer ?? end?.partialAnswer ?? finalInLog;
   // Older and reference logs do not say: a completed run with no FINAL in its iterations was forced.
-  const forced = end?.status === 'completed' && (end.forced ?? lastFinalAnswer(log.iterations) === undefined);
+  const forced = end?.status === 'completed' && (end.forced ?? finalInLog === undefined);
   return `<section class="outcome">
   ${question !== undefined ? `<div class="question"><h2>Question</h2>${renderText(question)}</div>` : ''}
   <div class="answer ${failed ? 'failed' : ''}" id="answer"><h2>${end?.partialAnswer !== undefined && end.answer === undefined ? 'Partial answer' : 'Answer'} <span class="status status-${escape(status)}" id="status">${escape(status)}</span>${forced ? ' <span class="status status-forced" id="forced">forced</span>' : ''}</h2>
