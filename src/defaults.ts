@@ -46,7 +46,8 @@ export const DEFAULTS = {
   },
   server: {
     host: '127.0.0.1',
-    port: 8000,
+    /** Not a port discovery probes (11434, 1234, 8080, 8000), nor one a common local tool takes. */
+    port: 8431,
     /** Largest request body: a 100 MB context, escaped as JSON, fits. */
     maxBodyBytes: 256 * 2 ** 20,
     /** Chat completions answered at once; more get 429 with retry-after. */

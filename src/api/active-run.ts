@@ -4,12 +4,21 @@ import type { ToolCall, ToolChoice, ToolSpec } from '../lm/types.js';
 import { ApiError } from './errors.js';
 
 /** Where a run stands when it has something for its caller. */
-export type RunStep = { type: 'tool-calls'; calls: ToolCall[] } | { type: 'answer'; answer: string } | { type: 'failed'; error: unknown };
+export type RunStep =
+  | { type: 'tool-calls'; calls: ToolCall[]; iterations: number }
+  | { type: 'answer'; answer: string; forced: boolean; iterations: number }
+  | { type: 'failed'; error: unknown };
 
 export interface TokenCount {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+}
+
+/** What one response covers: its tokens, and their cost in USD (null when a model had no price). */
+export interface Spent {
+  usage: TokenCount;
+  costUsd: number | null;
 }
 
 /**
@@ -23,6 +32,9 @@ export class ActiveRun {
   private waiter: ((step: RunStep) => void) | undefined;
   private handBack: { calls: ToolCall[]; resolve: (outputs: string[]) => void } | undefined;
   private readonly tokens = { input: 0, output: 0, reportedInput: 0, reportedOutput: 0 };
+  private readonly cost = { usd: 0, reportedUsd: 0, unpriced: false };
+  /** Root iterations started so far. */
+  private iterations = 0;
 
   constructor(rlm: RLM, input: { context: unknown; query: string; callerTools?: { specs: ToolSpec[]; toolChoice: ToolChoice | undefined } | undefined }) {
     const callerTools = input.callerTools && { ...input.callerTools, call: (calls: ToolCall[], signal: AbortSignal) => this.waitForResults(calls, signal) };
@@ -64,13 +76,17 @@ export class ActiveRun {
     handBack.resolve(handBack.calls.map((call) => results.get(call.id)!));
   }
 
-  /** Tokens used since the last time this was asked, for one response's `usage`. */
-  takeUsage(): TokenCount {
+  /** Tokens used, and what they cost, since the last time this was asked: for one response. */
+  takeUsage(): Spent {
     const input = this.tokens.input - this.tokens.reportedInput;
     const output = this.tokens.output - this.tokens.reportedOutput;
+    const usd = this.cost.usd - this.cost.reportedUsd;
     this.tokens.reportedInput = this.tokens.input;
     this.tokens.reportedOutput = this.tokens.output;
-    return { prompt_tokens: input, completion_tokens: output, total_tokens: input + output };
+    this.cost.reportedUsd = this.cost.usd;
+    const costUsd = this.cost.unpriced ? null : Math.round(usd * 1e6) / 1e6;
+    this.cost.unpriced = false;
+    return { usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output }, costUsd };
   }
 
   /** Stops the run and its sandboxes. */
@@ -84,8 +100,11 @@ export class ActiveRun {
         if (event.type === 'llm-call-end' && event.response) {
           this.tokens.input += event.response.usage.inputTokens;
           this.tokens.output += event.response.usage.outputTokens;
+          if (event.costUsd === null) this.cost.unpriced = true;
+          else this.cost.usd += event.costUsd ?? 0;
         }
-        if (event.type === 'run-end') this.reach({ type: 'answer', answer: event.result.response });
+        if (event.type === 'iteration-start' && event.depth === 0) this.iterations = Math.min(event.iteration, event.maxIterations);
+        if (event.type === 'run-end') this.reach({ type: 'answer', answer: event.result.response, forced: event.result.forced, iterations: event.result.iterations });
       }
     } catch (error) {
       this.reach({ type: 'failed', error });
@@ -96,7 +115,7 @@ export class ActiveRun {
     return new Promise((resolve, reject) => {
       signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
       this.handBack = { calls, resolve };
-      this.reach({ type: 'tool-calls', calls });
+      this.reach({ type: 'tool-calls', calls, iterations: this.iterations });
     });
   }
 

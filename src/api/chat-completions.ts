@@ -98,8 +98,9 @@ export class ChatCompletions {
     try {
       yield chunk(id, request.model, { role: 'assistant', content: '' });
       const step = await this.nextStep(run, signal);
-      yield* chunksOf(id, step, request.model);
-      if (request.stream_options?.include_usage) yield chunk(id, request.model, {}, null, run.takeUsage());
+      const spent = run.takeUsage();
+      yield* chunksOf(id, step, request.model, spent);
+      if (request.stream_options?.include_usage) yield chunk(id, request.model, {}, null, spent.usage);
       finished = true;
     } finally {
       // A client that stops reading before the end cancels the run: nobody would see its answer.
@@ -111,10 +112,12 @@ export class ChatCompletions {
 /**
  * `root:sub` names two models; a plain name is used for both. Names that contain `:` themselves
  * (Ollama's `qwen2.5:7b`) are never split when `listed` (the upstream's model list) has them
- * whole, and are split only where both halves are listed when a list is known. `subModel` (the
- * `rlm_sub_model` extension field) always wins.
+ * whole, and are split only where both halves are listed when a list is known. An empty list
+ * (an upstream that lists nothing, or did not answer) knows no names: the name is split at its
+ * first `:`. `subModel` (the `rlm_sub_model` extension field) always wins.
  */
-export function splitModelName(name: string, subModel?: string, listed?: ReadonlySet<string>): { root: string; sub: string } {
+export function splitModelName(name: string, subModel?: string, listedNames?: ReadonlySet<string>): { root: string; sub: string } {
+  const listed = listedNames && listedNames.size > 0 ? listedNames : undefined;
   const whole = { root: name, sub: subModel ?? name };
   if (subModel || !name.includes(':') || listed?.has(name)) return whole;
   for (let at = name.indexOf(':'); at !== -1; at = name.indexOf(':', at + 1)) {

@@ -2,11 +2,36 @@ import { randomUUID } from 'node:crypto';
 import { RunFailedError, RunLimitError } from '../engine/limits.js';
 import { describeError, RlmError } from '../errors.js';
 import type { ToolCall } from '../lm/types.js';
-import type { RunStep, TokenCount } from './active-run.js';
+import type { RunStep, Spent, TokenCount } from './active-run.js';
 import { ApiError } from './errors.js';
 
+type Step = Exclude<RunStep, { type: 'failed' }>;
+type FinishReason = 'stop' | 'length' | 'tool_calls';
+
+/**
+ * The `rlm` extension object every completion carries, so a caller can tell how its answer came
+ * about: `forced` when the run used all its iterations and the answer was asked for in one last
+ * call (then `finish_reason` is "length"), the root iterations, and the USD this response's calls
+ * cost (null when a model has no price).
+ */
+export interface RlmExtension {
+  forced: boolean;
+  iterations: number;
+  cost_usd: number | null;
+}
+
+function extensionOf(step: Step, spent: Spent): RlmExtension {
+  return { forced: step.type === 'answer' && step.forced, iterations: step.iterations, cost_usd: spent.costUsd };
+}
+
+/** A forced answer is cut short by the iteration limit: OpenAI says "length" for an answer cut by its limit. */
+function finishReasonOf(step: Step): FinishReason {
+  if (step.type === 'tool-calls') return 'tool_calls';
+  return step.forced ? 'length' : 'stop';
+}
+
 /** An answer or a hand-back of tool calls, as OpenAI's chat.completion object. */
-export function completionOf(step: Exclude<RunStep, { type: 'failed' }>, model: string, usage: TokenCount) {
+export function completionOf(step: Step, model: string, spent: Spent) {
   const message =
     step.type === 'answer'
       ? { role: 'assistant' as const, content: step.answer, refusal: null }
@@ -16,16 +41,27 @@ export function completionOf(step: Exclude<RunStep, { type: 'failed' }>, model: 
     object: 'chat.completion' as const,
     created: Math.floor(Date.now() / 1000),
     model,
-    choices: [{ index: 0, message, finish_reason: step.type === 'answer' ? ('stop' as const) : ('tool_calls' as const), logprobs: null }],
-    usage,
+    choices: [{ index: 0, message, finish_reason: finishReasonOf(step), logprobs: null }],
+    usage: spent.usage,
+    rlm: extensionOf(step, spent),
   };
 }
 
 export type ChatCompletion = ReturnType<typeof completionOf>;
-export type ChatCompletionChunk = ReturnType<typeof chunk>;
 
-/** The chunks that stream a step: content or tool calls (name first, arguments after), then the finish. */
-export function* chunksOf(id: string, step: Exclude<RunStep, { type: 'failed' }>, model: string): Generator<ChatCompletionChunk> {
+/** One chunk of a streamed completion, as OpenAI sends it; the one with the finish reason carries `rlm`. */
+export interface ChatCompletionChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: { index: number; delta: ChunkDelta; finish_reason: FinishReason | null; logprobs: null }[];
+  usage?: TokenCount;
+  rlm?: RlmExtension;
+}
+
+/** The chunks that stream a step: content or tool calls (name first, arguments after), then the finish with the `rlm` object. */
+export function* chunksOf(id: string, step: Step, model: string, spent: Spent): Generator<ChatCompletionChunk> {
   if (step.type === 'answer') {
     for (const piece of pieces(step.answer)) yield chunk(id, model, { content: piece });
   } else {
@@ -34,7 +70,7 @@ export function* chunksOf(id: string, step: Exclude<RunStep, { type: 'failed' }>
       for (const piece of pieces(call.arguments)) yield chunk(id, model, { tool_calls: [{ index, function: { arguments: piece } }] });
     }
   }
-  yield chunk(id, model, {}, step.type === 'answer' ? 'stop' : 'tool_calls');
+  yield { ...chunk(id, model, {}, finishReasonOf(step)), rlm: extensionOf(step, spent) };
 }
 
 /** What one streamed chunk adds to the message, as OpenAI sends it. */
@@ -44,7 +80,7 @@ export interface ChunkDelta {
   tool_calls?: { index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }[];
 }
 
-export function chunk(id: string, model: string, delta: ChunkDelta, finishReason: 'stop' | 'tool_calls' | null = null, usage?: TokenCount) {
+export function chunk(id: string, model: string, delta: ChunkDelta, finishReason: FinishReason | null = null, usage?: TokenCount): ChatCompletionChunk {
   return {
     id,
     object: 'chat.completion.chunk' as const,

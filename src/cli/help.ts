@@ -19,7 +19,7 @@ configuration error, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).`;
 export const SERVE_EXAMPLES = `
 Examples:
   $ rlm serve --base-url http://localhost:11434/v1
-  $ curl http://127.0.0.1:8000/v1/chat/completions -H 'content-type: application/json' \\
+  $ curl http://127.0.0.1:8431/v1/chat/completions -H 'content-type: application/json' \\
       -d '{"model": "qwen2.5:7b", "messages": [{"role": "system", "content": "<a huge document>"},
            {"role": "user", "content": "Who signed it?"}]}'
   $ RLM_AUTH_TOKEN=secret rlm serve --host 0.0.0.0 --port 8080 --max-budget 1 --price my-model=0.2,0.8

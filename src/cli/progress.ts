@@ -1,4 +1,4 @@
-import type { RlmEvent } from '../index.js';
+import type { RlmEvent, RlmResult } from '../index.js';
 
 export type ProgressMode = 'live' | 'lines' | 'quiet';
 
@@ -46,7 +46,7 @@ export class ProgressView {
         if (event.depth !== 0) break;
         this.iteration = event.iteration;
         this.maxIterations = event.maxIterations;
-        if (this.mode === 'lines') this.line(`iteration ${event.iteration}/${event.maxIterations}`);
+        if (this.mode === 'lines') this.line(event.iteration > event.maxIterations ? 'iterations used up: asking for the best answer' : `iteration ${event.iteration}/${event.maxIterations}`);
         break;
       case 'llm-call-start':
       case 'llm-call-running':
@@ -83,7 +83,7 @@ export class ProgressView {
       case 'run-end':
         if (event.depth === 0) {
           this.stop();
-          this.line(this.summary());
+          this.line(this.summary(event.result));
         }
         break;
       default:
@@ -130,14 +130,16 @@ export class ProgressView {
     else this.usage.costUsd += costUsd;
   }
 
-  private summary(): string {
+  /** The last line; a forced answer is said there too, since the answer on stdout does not say it. */
+  private summary(result: RlmResult): string {
     const { usage } = this;
-    return `done in ${seconds(Date.now() - this.started)} · ${usage.calls} model calls · ${formatTokens(usage.tokens)} tokens · ${formatCost(usage.costUsd, usage.costComplete)}`;
+    const forced = result.forced ? ` · answer forced: all ${result.iterations} iterations used without a FINAL` : '';
+    return `done in ${seconds(Date.now() - this.started)}${forced} · ${usage.calls} model calls · ${formatTokens(usage.tokens)} tokens · ${formatCost(usage.costUsd, usage.costComplete)}`;
   }
 
   private status(): string {
     const { usage } = this;
-    const parts = [`iteration ${this.iteration}/${this.maxIterations}`];
+    const parts = [this.iteration > this.maxIterations ? 'asking for the best answer' : `iteration ${this.iteration}/${this.maxIterations}`];
     if (this.block) parts.push(`block ${this.block.index} running ${seconds(Date.now() - this.block.started)}`);
     const queued = this.subcallsQueued > 0 ? `, ${this.subcallsQueued} queued` : '';
     parts.push(`sub-calls ${this.subcallsRunning.size} running${queued}, ${this.subcallsDone} done`);

@@ -34,6 +34,8 @@ const MESSAGE_NAMES = [
   'compact-request',
   'compacted',
   'output-cut',
+  'tool-calls-as-text',
+  'tool-result-as-text',
 ] as const;
 export type MessageName = (typeof MESSAGE_NAMES)[number];
 

@@ -17,6 +17,7 @@ import { routeHostCall, type BlockScope } from './host-calls.js';
 import { RunLimitError, type TreeBudget } from './limits.js';
 import { LlmQueries } from './llm-queries.js';
 import { parseReply, partialAnswerOf, type CodeBlock, type ParsedReply } from './parsing.js';
+import { alternateRoles } from './alternation.js';
 import { blockOutputMessage, contextMessage, forceFinalPrompt, message, systemPrompt, turnPrompt } from './prompts.js';
 import type { TrajectoryLogger } from './trajectory.js';
 import { transpileTypeScript } from '../typescript.js';
@@ -95,7 +96,7 @@ export type RunEventInput = DistributiveOmit<RlmEvent, 'runId' | 'depth'>;
 type TurnOutcome =
   | { type: 'final'; reply: string; answer: string; source: 'code' | 'text'; record: IterationRecord }
   | { type: 'continue'; reply: string; record: IterationRecord; outputs: ChatMessage[]; notes: string[]; codeFailed: boolean }
-  | { type: 'caller-tools'; reply: string; record: IterationRecord; calls: ToolCall[] };
+  | { type: 'caller-tools'; reply: string; record: IterationRecord; calls: ToolCall[]; asked: ChatMessage[] };
 
 interface TurnInput {
   index: number;
@@ -120,6 +121,8 @@ export class Run implements ParentRun {
   private readonly toolExecutor: ToolExecutor;
   private bestPartial: string | undefined;
   private codeHasRun = false;
+  /** A FINAL before any code was refused once; the model that gives one again means it. */
+  private codelessFinalRefused = false;
   private callerCalls = 0;
   private readonly meter = new ConversationMeter();
   /** Tokens this run's root model can read. */
@@ -183,6 +186,9 @@ export class Run implements ParentRun {
             notes = outcome.notes;
             break;
           case 'caller-tools':
+            // The turn prompt stays before the tool-call turn, so the model reads the results after
+            // the question, and the next request can end with them (see alternateRoles).
+            conversation.push(...outcome.asked);
             conversation.push(...(await this.callCallerTools(outcome.reply, outcome.calls, signal)));
             notes = [];
             break;
@@ -201,12 +207,15 @@ export class Run implements ParentRun {
   /** One turn: ask the root model, run its code, and decide whether the run is over. */
   private async takeTurn(turn: TurnInput): Promise<TurnOutcome> {
     const started = performance.now();
-    const prompt: ChatMessage[] = [...turn.conversation, { role: 'user', content: turnPrompt(turn.index, turn.query, turn.notes) }];
+    // After the caller's tool results the model speaks next, as in any tool-calling exchange: a
+    // user message there would follow the user turn before the calls (see alternateRoles).
+    const asked: ChatMessage[] = turn.conversation.at(-1)?.role === 'tool' ? [] : [{ role: 'user', content: turnPrompt(turn.index, turn.query, turn.notes) }];
+    const prompt: ChatMessage[] = [...turn.conversation, ...asked];
     const { reply, toolCalls } = await this.askRoot(prompt, turn.signal);
     if (toolCalls.length > 0 && this.placement.callerTools) {
       const calls = toolCalls.map((call) => ({ ...call, id: this.nextCallerCallId() }));
       const record: IterationRecord = { index: turn.index, prompt, response: reply, codeBlocks: [], finalAnswer: null, durationMs: performance.now() - started, callerToolCalls: calls };
-      return { type: 'caller-tools', reply, record, calls };
+      return { type: 'caller-tools', reply, record, calls, asked };
     }
     const parsed = parseReply(reply);
     const sandbox = parsed.blocks.length > 0 || parsed.textFinal ? await turn.sandboxReady : undefined;
@@ -229,12 +238,16 @@ export class Run implements ParentRun {
     return { type: 'continue', reply, record, outputs, notes, codeFailed: codeBlocks.some((block) => block.result.error) };
   }
 
-  /** One root-model call; the caller's tools, if any, are offered as native tools. */
+  /**
+   * One root-model call; the caller's tools, if any, are offered as native tools. Every root request
+   * (turns, compaction, the forced answer) goes through here, with roles alternating as strict chat
+   * templates require.
+   */
   private async askRoot(messages: ChatMessage[], signal: AbortSignal): Promise<{ reply: string; toolCalls: ToolCall[] }> {
     const callerTools = this.placement.callerTools;
     const response = await this.gateway.with({ purpose: 'root' }).chat({
       model: this.rootModel,
-      messages,
+      messages: alternateRoles(messages),
       signal,
       ...(callerTools && callerTools.specs.length > 0 && { tools: callerTools.specs, ...(callerTools.toolChoice && { toolChoice: callerTools.toolChoice }) }),
     });
@@ -326,6 +339,7 @@ export class Run implements ParentRun {
   private async forceFinal(conversation: ChatMessage[], trajectory: IterationRecord[], signal: AbortSignal, sandboxReady: Promise<Sandbox>): Promise<RunOutcome> {
     const { maxIterations } = this.tree.settings;
     const started = performance.now();
+    this.emit({ type: 'iteration-start', iteration: maxIterations + 1, maxIterations });
     const prompt: ChatMessage[] = [...conversation, { role: 'user', content: forceFinalPrompt() }];
     const { reply } = await this.askRoot(prompt, signal);
     const parsed = parseReply(reply);
@@ -333,7 +347,7 @@ export class Run implements ParentRun {
     const answer = codeBlocks.at(-1)?.result.final ?? (await this.forcedText(parsed, sandboxReady, signal));
     const record: IterationRecord = { index: maxIterations + 1, prompt, response: reply, codeBlocks, finalAnswer: answer ?? null, durationMs: performance.now() - started };
     trajectory.push(record);
-    this.placement.logger?.iteration(record);
+    await this.reportIteration(record);
     if (answer === undefined) {
       throw new RunLimitError('max_iterations', `The run used all ${maxIterations} iterations without a final answer, and its last reply offered only code.`);
     }
@@ -400,7 +414,11 @@ export class Run implements ParentRun {
   private async acceptTextFinal(sandbox: Sandbox, parsed: ParsedReply, signal: AbortSignal): Promise<{ answer: string } | { note: string }> {
     const final = parsed.textFinal!;
     if (parsed.blocks.length > 0) return { note: message('final-with-code') };
-    if (!this.codeHasRun) return { note: message('final-before-code') };
+    if (!this.codeHasRun && !this.codelessFinalRefused) {
+      // Models that answer before looking are usually guessing; one that says it again is sure.
+      this.codelessFinalRefused = true;
+      return { note: message('final-before-code') };
+    }
     if (final.kind === 'FINAL') return { answer: final.value };
     const lookup = await sandbox.execute(`FINAL_VAR(${JSON.stringify(final.name)})`, { signal });
     if (lookup.final !== undefined) return { answer: lookup.final };

@@ -6,6 +6,12 @@ export interface LocalServer {
   models: string[];
 }
 
+/**
+ * The response header `rlm serve` sends (and its model list says `owned_by: "rlm"`): a run that
+ * used it as its model would start an RLM inside an RLM, each inner run paid, so discovery skips it.
+ */
+export const RLM_SERVER_HEADER = 'x-rlm-server';
+
 /** Where the common local servers listen by default, in the order they are tried. */
 export const LOCAL_SERVER_CANDIDATES: readonly { name: string; baseURL: string }[] = [
   { name: 'Ollama', baseURL: 'http://127.0.0.1:11434/v1' },
@@ -16,8 +22,8 @@ export const LOCAL_SERVER_CANDIDATES: readonly { name: string; baseURL: string }
 
 /**
  * Asks every candidate's `/v1/models` at once and returns the first (in candidate order) that
- * answers with a model list. Nothing listening costs a refused connection, so this takes about
- * the slowest answer, at most `timeoutMs`.
+ * answers with a model list and is not `rlm serve`. Nothing listening costs a refused connection,
+ * so this takes about the slowest answer, at most `timeoutMs`.
  */
 export async function findLocalServer(candidates = LOCAL_SERVER_CANDIDATES, timeoutMs = 1_000): Promise<LocalServer | undefined> {
   const answers = await Promise.all(candidates.map((candidate) => listModels(candidate.baseURL, timeoutMs)));
@@ -28,10 +34,12 @@ export async function findLocalServer(candidates = LOCAL_SERVER_CANDIDATES, time
 async function listModels(baseURL: string, timeoutMs: number): Promise<string[] | undefined> {
   try {
     const response = await fetch(`${baseURL}/models`, { signal: AbortSignal.timeout(timeoutMs) });
-    if (!response.ok) return undefined;
-    const body = (await response.json()) as { data?: { id?: unknown }[] };
+    if (!response.ok || response.headers.has(RLM_SERVER_HEADER)) return undefined;
+    const body = (await response.json()) as { data?: { id?: unknown; owned_by?: unknown }[] };
     if (!Array.isArray(body.data)) return undefined;
-    return body.data.flatMap((model) => (typeof model.id === 'string' ? [model.id] : []));
+    // rlm serve before it sent its header: every model it lists is owned by "rlm".
+    if (body.data.length > 0 && body.data.every((model) => model?.owned_by === 'rlm')) return undefined;
+    return body.data.flatMap((model) => (typeof model?.id === 'string' ? [model.id] : []));
   } catch {
     return undefined;
   }

@@ -5,6 +5,7 @@ import type { ChatCompletions } from '../api/chat-completions.js';
 import { ApiError } from '../api/errors.js';
 import type { ChatCompletionRequest } from '../api/request.js';
 import type { ChatCompletionChunk } from '../api/responses.js';
+import { RLM_SERVER_HEADER } from '../lm/discover.js';
 
 export interface AppOptions {
   completions: ChatCompletions;
@@ -34,6 +35,11 @@ export function createApp(options: AppOptions): Hono {
   });
   app.notFound((c) => c.json(new ApiError(404, 'not_found_error', `No route for ${c.req.method} ${c.req.path}.`).toJSON(), 404));
 
+  // Says "this is rlm" on every response, so rlm's own discovery of local servers never picks it.
+  app.use('*', async (c, next) => {
+    await next();
+    c.res.headers.set(RLM_SERVER_HEADER, 'rlm');
+  });
   app.get('/health', (c) => c.json({ status: 'ok', running, pausedRuns: options.completions.pausedRuns }));
   app.use('/v1/*', async (c, next) => {
     if (options.authToken && c.req.header('authorization') !== `Bearer ${options.authToken}`) {

@@ -8,7 +8,7 @@ import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
 export interface ServeOptions {
   /** @default '127.0.0.1' */
   host?: string;
-  /** @default 8000 */
+  /** @default 8431 */
   port?: number;
   /** Options of every run; the model names come from each request (`root:sub` or one name). */
   run: Omit<RLMOptions, 'model' | 'subModel'>;
@@ -38,8 +38,8 @@ export interface RunningServer {
  * Serves RLM as an OpenAI-compatible model (see ChatCompletions for what a request means).
  *
  * @example
- * const server = await serve({ port: 8000, run: { baseURL: 'http://localhost:11434/v1' } });
- * // POST http://127.0.0.1:8000/v1/chat/completions { "model": "qwen2.5:7b", "messages": [...] }
+ * const server = await serve({ port: 8431, run: { baseURL: 'http://localhost:11434/v1' } });
+ * // POST http://127.0.0.1:8431/v1/chat/completions { "model": "qwen2.5:7b", "messages": [...] }
  */
 export async function serve(options: ServeOptions): Promise<RunningServer> {
   const host = options.host ?? DEFAULTS.server.host;
@@ -66,13 +66,16 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
     maxConcurrentRuns: options.maxConcurrentRuns ?? DEFAULTS.server.maxConcurrentRuns,
     keepAliveMs: options.keepAliveMs ?? DEFAULTS.server.keepAliveMs,
   });
+  const port = options.port ?? DEFAULTS.server.port;
   const server = await new Promise<import('node:http').Server>((resolve, reject) => {
-    const started = serveNode({ fetch: app.fetch, hostname: host, port: options.port ?? DEFAULTS.server.port }, () => resolve(started as import('node:http').Server)) as import('node:http').Server;
-    started.once('error', reject);
+    const started = serveNode({ fetch: app.fetch, hostname: host, port }, () => resolve(started as import('node:http').Server)) as import('node:http').Server;
+    started.once('error', (error: NodeJS.ErrnoException) => {
+      reject(error.code === 'EADDRINUSE' ? new ConfigurationError(`port ${port} is in use; pick one with --port (serve({ port }) in a program)`, { cause: error }) : error);
+    });
   });
-  const { port } = server.address() as AddressInfo;
+  const { port: listening } = server.address() as AddressInfo;
   return {
-    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${listening}`,
     close: (graceMs = DEFAULTS.server.shutdownGraceMs) => closeGracefully(server, completions, graceMs),
   };
 }

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { chatTemplateProblem } from './chat-template.js';
 
 /** What the fake server answers to one chat completion request. */
 export type FakeReply =
@@ -58,6 +59,13 @@ export interface FakeOpenAIServerOptions {
   port?: number;
   /** Model ids `GET /v1/models` lists. @default ['fake-model'] */
   models?: string[];
+  /**
+   * Answer 400, as servers applying a strict chat template do (Mistral, Gemma, ...), to a request
+   * whose roles do not alternate user/assistant after an optional system message (tool-call turns
+   * aside) or that does not end with the user's turn. The request is recorded, and takes no reply.
+   * @default false
+   */
+  requireAlternation?: boolean;
 }
 
 export interface FakeOpenAIServer {
@@ -88,7 +96,7 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
   async function handle(incoming: IncomingMessage, outgoing: ServerResponse) {
     const path = (incoming.url ?? '').split('?')[0]!.replace(/\/+$/, '');
     if (incoming.method === 'GET' && path.endsWith('/models')) {
-      const data = (options.models ?? ['fake-model']).map((id) => ({ id, object: 'model', owned_by: 'rlm' }));
+      const data = (options.models ?? ['fake-model']).map((id) => ({ id, object: 'model', owned_by: 'fake' }));
       sendJson(outgoing, 200, { object: 'list', data });
       return;
     }
@@ -100,6 +108,12 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
     const request: FakeRequest = { body, headers: incoming.headers };
     const index = requests.length;
     requests.push(request);
+    const templateProblem = options.requireAlternation ? chatTemplateProblem(body.messages) : undefined;
+    if (templateProblem) {
+      const message = `Conversation roles must alternate user/assistant/user/assistant/... (${templateProblem})`;
+      sendJson(outgoing, 400, { error: { message, type: 'BadRequestError', code: 400 } });
+      return;
+    }
     const reply = queue.length > 0 ? queue.shift()! : options.reply ? await options.reply(request, index) : undefined;
     const delay = (options.latencyMs ?? 0) + (typeof reply === 'object' && 'delayMs' in reply ? (reply.delayMs ?? 0) : 0);
     if (delay > 0) await sleepUnlessClosed(delay, outgoing);

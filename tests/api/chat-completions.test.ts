@@ -60,4 +60,41 @@ describe('splitModelName', () => {
     expect(splitModelName('qwen2.5:7b:llama3.1:8b', undefined, new Set(['qwen2.5:7b', 'llama3.1:8b']))).toEqual({ root: 'qwen2.5:7b', sub: 'llama3.1:8b' });
     expect(splitModelName('plain', 'small')).toEqual({ root: 'plain', sub: 'small' });
   });
+
+  it('splits when the upstream lists nothing: an empty list knows no names', () => {
+    expect(splitModelName('gpt-5:gpt-5-mini', undefined, new Set())).toEqual({ root: 'gpt-5', sub: 'gpt-5-mini' });
+  });
+});
+
+describe('how an answer came about: finish_reason and the rlm object', () => {
+  const question = { model: 'root', messages: [{ role: 'user' as const, content: 'q' }] };
+  const forcedScript = () => new ScriptedModel([repl('print(1)'), 'Still looking.']);
+  const oneIteration = (root: ScriptedModel, prices = {}) =>
+    new ChatCompletions({ rlmFor: ({ root: model }) => new RLM({ model, languageModel: root, maxIterations: 1, prices }) });
+
+  it('marks a forced answer with finish_reason "length" and rlm.forced, keeping the answer', async () => {
+    const completion = await oneIteration(forcedScript()).create(question);
+    expect(completion.choices[0]).toMatchObject({ message: { content: 'Still looking.' }, finish_reason: 'length' });
+    expect(completion.rlm).toEqual({ forced: true, iterations: 1, cost_usd: null });
+  });
+
+  it('marks it in the last streamed chunk too', async () => {
+    const chunks = await oneIteration(forcedScript()).create({ ...question, stream: true, stream_options: { include_usage: true } });
+    const received = [];
+    for await (const chunk of chunks) received.push(chunk);
+    const finish = received.find((chunk) => chunk.choices[0]?.finish_reason);
+    expect(finish).toMatchObject({ choices: [{ finish_reason: 'length' }], rlm: { forced: true, iterations: 1, cost_usd: null } });
+    expect(received.at(-1)!.usage?.total_tokens).toBeGreaterThan(0);
+  });
+
+  it('says an answer was not forced, with its iterations and cost, and so does a hand-back', async () => {
+    const prices = { root: { inputPerMillion: 1_000_000, outputPerMillion: 0 } };
+    const answered = await oneIteration(new ScriptedModel([repl('FINAL(42)')]), prices).create(question);
+    expect(answered.choices[0]!.finish_reason).toBe('stop');
+    expect(answered.rlm).toEqual({ forced: false, iterations: 1, cost_usd: expect.any(Number) });
+    expect(answered.rlm.cost_usd).toBeGreaterThan(0);
+    const handBack = await api(new ScriptedModel([{ content: null, toolCalls: [{ name: 'lookup', arguments: {} }] }])).create({ ...question, tools: [tool] });
+    expect(handBack.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(handBack.rlm).toEqual({ forced: false, iterations: 1, cost_usd: null });
+  });
 });

@@ -97,6 +97,19 @@ describe('rlm run', () => {
     expect(readFileSync(output.logPath, 'utf8').split('\n')[0]).toContain('"type":"metadata"');
   });
 
+  it('prints a forced answer, and says it was forced in the last stderr line, --json and the log', async () => {
+    rootScript = (request) => (JSON.stringify(request.body.messages).includes('You have used all your turns') ? 'Still looking.' : repl('print(1)'));
+    const plain = await rlm([...base(), '--context', textFile('forced.txt', 'x'), '--max-iterations', '1', 'q']);
+    expect(plain).toMatchObject({ code: 0, stdout: 'Still looking.\n' });
+    expect(plain.stderr).toContain('iterations used up: asking for the best answer');
+    expect(plain.stderr).toMatch(/done in [\d.]+s · answer forced: all 1 iterations used without a FINAL · 2 model calls/);
+    const json = await rlm([...base(), '--context', textFile('forced.txt', 'x'), '--max-iterations', '1', '--json', '--log-dir', join(folder, 'forced-logs'), 'q']);
+    const output = JSON.parse(json.stdout);
+    expect(output).toMatchObject({ response: 'Still looking.', forced: true, iterations: 1 });
+    const end = JSON.parse(readFileSync(output.logPath, 'utf8').trim().split('\n').at(-1)!);
+    expect(end).toMatchObject({ type: 'run_end', status: 'completed', forced: true });
+  });
+
   it('prints nothing on stderr with --quiet', async () => {
     rootScript = codeThenFinal('print("quiet")');
     const result = await rlm([...base(), '--context', textFile('c.txt', 'x'), '--quiet', 'q']);

@@ -46,3 +46,18 @@ describe('rlm serve', () => {
     expect(result.stderr).toContain('--auth-token');
   });
 });
+
+describe('rlm serve on a port in use', () => {
+  it('exits 2 and says to pick another port, without a stack trace', async () => {
+    const taken = await startFakeOpenAIServer();
+    try {
+      const port = new URL(taken.baseURL).port;
+      const result = await runCli(['serve', '--base-url', upstream.baseURL, '--port', port]);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`port ${port} is in use; pick one with --port`);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await taken.close();
+    }
+  });
+});

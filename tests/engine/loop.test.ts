@@ -13,7 +13,8 @@ describe('prompts', () => {
     for (const phrase of ['context', 'llm_query(', 'llm_query_batched(', 'rlm_query(', 'rlm_query_batched(', 'FINAL(', 'FINAL_VAR(', 'SHOW_VARS()', 'print(', 'cut after 20,000 characters', '```repl']) {
       expect(system.content, phrase).toContain(phrase);
     }
-    expect(rootModel.calls[0]!.messages[1]!.content).toBe('Your context is a string of 50,014 characters.');
+    // One user message: what the context is, then the turn prompt (roles alternate, see alternateRoles).
+    expect(String(rootModel.calls[0]!.messages[1]!.content).split('\n\n')[0]).toBe('Your context is a string of 50,014 characters.');
     expect(lastUserMessage(rootModel.calls[0]!)).toContain('How long is it?');
     expect(everythingSent(rootModel)).not.toContain('UNIQUE-MARKER');
   });
@@ -21,7 +22,7 @@ describe('prompts', () => {
   it('describes array contexts with the lengths of the first items', async () => {
     const { rootModel, languageModel } = models([repl('print(1)'), 'FINAL(x)']);
     await new RLM({ model: 'root', languageModel }).completion({ context: ['abc', 'de', { k: 1 }], query: 'q' });
-    expect(rootModel.calls[0]!.messages[1]!.content).toBe('Your context is an array of 3 items with 12 characters in total. Item lengths in characters: [3, 2, 7].');
+    expect(String(rootModel.calls[0]!.messages[1]!.content).split('\n\n')[0]).toBe('Your context is an array of 3 items with 12 characters in total. Item lengths in characters: [3, 2, 7].');
   });
 
   it('lets users replace the system prompt', async () => {
@@ -52,11 +53,13 @@ describe('code blocks', () => {
   it('sends each block output back, cut at the output limit', async () => {
     const { rootModel, languageModel } = models([repl('print("a".repeat(500))') + '\n' + repl('print("second block")'), 'FINAL(x)']);
     await new RLM({ model: 'root', languageModel, sandbox: { outputLimitChars: 100 } }).completion('ctx');
+    // Both outputs, in order, in the one user message that follows the reply (roles alternate).
     const turn = rootModel.calls[1]!.messages;
-    const outputs = turn.filter((message) => message.role === 'user' && String(message.content).startsWith('Code executed'));
+    expect(turn.map((message) => message.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    const outputs = String(turn[3]!.content).split(/(?=Code executed)/).filter((part) => part.startsWith('Code executed'));
     expect(outputs).toHaveLength(2);
-    expect(outputs[0]!.content).toContain('a'.repeat(100) + '\n... [output truncated: 401 more characters');
-    expect(outputs[1]!.content).toContain('second block');
+    expect(outputs[0]).toContain('a'.repeat(100) + '\n... [output truncated: 401 more characters');
+    expect(outputs[1]).toContain('second block');
   });
 
   it('shows errors and lets the model retry', async () => {
@@ -102,6 +105,15 @@ describe('final answers', () => {
     const result = await new RLM({ model: 'root', languageModel }).completion('c');
     expect(result.response).toBe('informed');
     expect(lastUserMessage(rootModel.calls[1]!)).toContain('Your FINAL was ignored: you have not run any code');
+  });
+
+  it('accepts a FINAL before any code when the model gives it again, after one refusal', async () => {
+    const { rootModel, languageModel } = models(() => 'FINAL(42)');
+    const result = await new RLM({ model: 'root', languageModel, maxIterations: 30 }).completion('c');
+    expect(result.response).toBe('42');
+    expect(result.forced).toBe(false);
+    expect(rootModel.calls).toHaveLength(2);
+    expect(lastUserMessage(rootModel.calls[1]!)).toContain('give your FINAL again and it will be accepted');
   });
 
   it('ignores FINAL text in the same reply as code (the model has not seen the output)', async () => {

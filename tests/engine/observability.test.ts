@@ -63,6 +63,22 @@ describe('events', () => {
     expect(requests).toEqual(['sub:ok', 'sub:ok']);
   });
 
+  it('reports the forced last iteration like any other: iteration-start, iteration-end and onIteration', async () => {
+    const { languageModel } = models([repl('print(1)'), 'My best answer: 3']);
+    const checkpoints: number[] = [];
+    const events: RlmEvent[] = [];
+    const rlm = new RLM({ model: 'root', languageModel, maxIterations: 1, onIteration: (_iteration: IterationRecord, index: number) => void checkpoints.push(index) });
+    for await (const event of rlm.stream('c')) events.push(event);
+    expect(checkpoints).toEqual([1, 2]);
+    const iterationEvents = events.filter((event) => event.type === 'iteration-start' || event.type === 'iteration-end' || event.type === 'final');
+    expect(iterationEvents.map((event) => `${event.type}${'iteration' in event ? ` ${event.iteration}` : ''}`)).toEqual([
+      'iteration-start 1', 'iteration-end 1', 'iteration-start 2', 'iteration-end 2', 'final',
+    ]);
+    const forcedEnd = iterationEvents[3] as Extract<RlmEvent, { type: 'iteration-end' }>;
+    expect(forcedEnd.record).toMatchObject({ index: 2, response: 'My best answer: 3', finalAnswer: 'My best answer: 3' });
+    expect(events.at(-1)).toMatchObject({ type: 'run-end', result: { forced: true, iterations: 1 } });
+  });
+
   it('cancels the run when the consumer stops reading the stream', async () => {
     const { subModel, languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
     await Sandbox.prewarm();

@@ -53,7 +53,7 @@ describe('recursion', () => {
     });
     const result = await new RLM({ model: 'root', languageModel, maxDepth: 2 }).completion('c');
     expect(result.response).toBe('done');
-    const output = String(rootModel.calls.at(-1)!.messages.at(-2)!.content);
+    const output = String(rootModel.calls.at(-1)!.messages.at(-1)!.content); // the block's output, then the turn prompt
     expect(output).toContain('"results":["ok from one","ok from two"]');
     expect(output).toContain('"caught":"child model down"');
     expect(rootModel.calls.filter(isChild).map((call) => call.model)).toEqual(expect.arrayContaining(['child-a', 'child-b']));

@@ -32,7 +32,7 @@ describe('host tools in the sandbox', () => {
       events.push(event);
       if (event.type === 'run-end') logPath = event.result.logPath!;
     }
-    const output = JSON.parse(String(rootModel.calls[1]!.messages.at(-2)!.content).split('REPL output:\n')[1]!.split('\n')[0]!);
+    const output = JSON.parse(String(rootModel.calls[1]!.messages.at(-1)!.content).split('REPL output:\n')[1]!.split('\n')[0]!);
     expect(output).toEqual({
       direct: { avg: 4.2 },
       text: '{"avg":4.2}',

@@ -1,6 +1,10 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import type { FakeReply } from '../../src/testing.js';
+import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, serve } from '../../src/index.js';
+import { startFakeOpenAIServer, type FakeReply } from '../../src/testing.js';
+import { rejectionOf } from '../rejection.js';
 import { repl, rlmServer, seenByRoot } from './helpers.js';
 
 // The official openai client is the caller, over real HTTP.
@@ -180,5 +184,72 @@ describe('paused runs', () => {
       })
       .catch((caught: unknown) => caught);
     expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(404);
+  });
+});
+
+describe('forced answers over HTTP', () => {
+  it('keeps a forced answer but marks it: finish_reason "length" and the rlm object', async () => {
+    const { client } = await rlmServer({ root: [repl('print(1)'), 'Still looking.'] }, { run: { maxIterations: 1 } });
+    const completion = await client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
+    expect(completion.choices[0]).toMatchObject({ message: { content: 'Still looking.' }, finish_reason: 'length' });
+    expect((completion as unknown as { rlm: unknown }).rlm).toEqual({ forced: true, iterations: 1, cost_usd: null });
+  });
+});
+
+describe('rlm serve, seen from outside', () => {
+  it('says it is rlm, and local-server discovery skips it for the next real server', async () => {
+    // An upstream that lists no models: rlm serve's own list is empty, so only its header tells.
+    const { server } = await rlmServer({ root: ['FINAL(x)'], models: [] });
+    const listed = await fetch(`${server.url}/v1/models`);
+    expect(listed.headers.get('x-rlm-server')).toBe('rlm');
+    const real = await startFakeOpenAIServer({ models: ['local-model'] });
+    try {
+      const found = await findLocalServer([
+        { name: 'rlm serve', baseURL: `${server.url}/v1` },
+        { name: 'real', baseURL: real.baseURL },
+      ]);
+      expect(found).toEqual({ name: 'real', baseURL: real.baseURL, models: ['local-model'] });
+    } finally {
+      await real.close();
+    }
+  });
+
+  it('lists its models as owned by rlm, which discovery skips without the header too', async () => {
+    const { server } = await rlmServer({ root: ['FINAL(x)'], models: ['root'] });
+    const body = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string; owned_by: string }[] };
+    expect(body.data).toEqual([expect.objectContaining({ id: 'root', owned_by: 'rlm' })]);
+    const headerless = await startFakeOpenAIServer({ models: [] });
+    const imitation = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(body));
+    });
+    await new Promise<void>((resolve) => imitation.listen(0, '127.0.0.1', resolve));
+    try {
+      const imitationURL = `http://127.0.0.1:${(imitation.address() as AddressInfo).port}/v1`;
+      expect(await findLocalServer([{ name: 'older rlm serve', baseURL: imitationURL }, { name: 'real', baseURL: headerless.baseURL }])).toMatchObject({ name: 'real' });
+    } finally {
+      imitation.close();
+      await headerless.close();
+    }
+  });
+
+  it('splits root:sub when the upstream lists no models', async () => {
+    const { client, rootRequests, upstream } = await rlmServer({ root: [repl('const a = llm_query("hi")'), 'FINAL(done)'], models: [] });
+    const completion = await client.chat.completions.create({ model: 'root:sub', messages: [{ role: 'user', content: 'q' }] });
+    expect(completion.choices[0]!.message.content).toBe('done');
+    expect(rootRequests).toHaveLength(2);
+    expect(upstream.requests.map((request) => request.body.model)).toEqual(['root', 'sub', 'root']);
+  });
+
+  it('refuses a port in use with a configuration error that says what to do', async () => {
+    const { server } = await rlmServer({ root: ['FINAL(x)'] });
+    const port = Number(new URL(server.url).port);
+    const error = await rejectionOf(serve({ port, run: { baseURL: 'http://127.0.0.1:9/v1' } }), ConfigurationError);
+    expect(error.message).toBe(`port ${port} is in use; pick one with --port (serve({ port }) in a program)`);
+  });
+
+  it('listens by default on a port local-server discovery never probes', () => {
+    const probed = LOCAL_SERVER_CANDIDATES.map((candidate) => Number(new URL(candidate.baseURL).port));
+    expect(probed).not.toContain(DEFAULTS.server.port);
   });
 });
