@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z as zod3 } from 'zod3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTool } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
-import { BIN, codeThenFinal, repl, runCli, scratch, scratchFile } from './helpers.js';
+import { BIN, closedPort, codeThenFinal, repl, runCli, scratch, scratchFile } from './helpers.js';
 
 // What a new user trips over, tried through the real binary.
 
@@ -147,7 +146,7 @@ describe('errors in the terms of the flags', () => {
   });
 
   it('names the URL and the fix when nothing listens there, without doubled full stops', async () => {
-    const closed = await freePort();
+    const closed = await closedPort();
     const result = await runCli(['run', '--base-url', `http://127.0.0.1:${closed}/v1`, '--model', 'm', '--context', scratchFile('f.txt', 'x'), 'q']);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`cannot reach http://127.0.0.1:${closed}/v1 (connection refused). Check that the server is running`);
@@ -221,13 +220,3 @@ describe('tool schemas', () => {
     );
   });
 });
-
-/** A port nothing listens on: one the system just handed out and got back. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
