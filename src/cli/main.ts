@@ -33,7 +33,7 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULTS.cli.model})`))
     .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
   addRunOptionFlags(run)
-    .option('--json', 'print one JSON object: response, usage, costUsd, iterations, durationMs, forced, logPath')
+    .option('--json', 'print one JSON object: response, usage (tokens and cost), iterations, durationMs, forced, logPath')
     .option('--quiet', 'no progress output on stderr')
     .option('--verbose', 'also show the model replies and block outputs on stderr')
     .addHelpText('after', RUN_EXAMPLES)
