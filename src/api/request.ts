@@ -28,6 +28,8 @@ const requestSchema = z
     tools: z.array(toolSpec).optional(),
     tool_choice: z.union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })]).optional(),
     stream: z.boolean().nullish(),
+    /** A run has one answer: asking for more choices is refused rather than silently ignored. */
+    n: z.literal(1, 'rlm answers with one choice: n must be 1 (or left out)').nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
     /** rlm extension: the input to explore, instead of the system messages and earlier turns. */
     rlm_context: z.unknown().optional(),

@@ -11,10 +11,15 @@ export type ContextFormat = 'text' | 'json' | 'jsonl';
 export interface ContextSources {
   /** `--context` arguments: files, folders, `-` for standard input. */
   sources: string[];
-  /** Reads standard input as bytes (once). */
-  readStdin: () => Promise<Buffer>;
+  /**
+   * Reads standard input as bytes (once). Absent where standard input is not the user's (rlm mcp
+   * speaks its protocol there): `-` is then refused, and no message suggests it.
+   */
+  readStdin?: (() => Promise<Buffer>) | undefined;
   /** `--format`: how to read every context, instead of by extension (files) or content (stdin). */
   format?: ContextFormat | undefined;
+  /** Whether messages may suggest `--format` (rlm run has the flag; the MCP tool has no such argument). */
+  formatFlag?: boolean;
   /** Says what was done that the user should know (a file decoded as Latin-1, binary files skipped). */
   notice: (text: string) => void;
 }
@@ -25,7 +30,9 @@ export interface ContextSources {
  * array of parsed lines, anything else text), standard input by its content (JSON, JSON Lines or
  * text), and a folder is an array of `{ path, content }` of its text files.
  */
-export async function loadContexts({ sources, readStdin, format, notice }: ContextSources): Promise<unknown> {
+export async function loadContexts(options: ContextSources): Promise<unknown> {
+  const { sources, readStdin, format, notice } = options;
+  if (sources.includes('-') && !readStdin) throw new UsageError('Standard input cannot be read here: pass files or folders.');
   if (sources.filter((source) => source === '-').length > 1) {
     throw new UsageError('Standard input can be read only once: pass --context - a single time.');
   }
@@ -33,25 +40,26 @@ export async function loadContexts({ sources, readStdin, format, notice }: Conte
   if (single) return fileContext(single);
   const values: unknown[] = [];
   for (const source of sources) {
-    if (source === '-') values.push(parseText(decode(await readStdin(), 'standard input', notice), format ?? detectFormat, 'standard input'));
-    else values.push(loadPath(source, format, notice));
+    if (source === '-') values.push(parseText(decode(await readStdin!(), 'standard input', notice), format ?? detectFormat, 'standard input', options));
+    else values.push(loadPath(source, options));
   }
   return values.length === 1 ? values[0] : values;
 }
 
-function loadPath(path: string, format: ContextFormat | undefined, notice: (text: string) => void): unknown {
+function loadPath(path: string, options: ContextSources): unknown {
+  const { format, notice } = options;
   let stats;
   try {
     stats = statSync(path);
   } catch {
-    throw new UsageError(`Context file not found: ${path}. Pass an existing file or folder, or - for standard input.`);
+    throw new UsageError(`Context file not found: ${path}. Pass an existing file or folder${options.readStdin ? ', or - for standard input' : ''}.`);
   }
   if (stats.isDirectory()) return loadDirectory(path, notice);
   const bytes = readBytes(path);
   if (looksBinary(bytes)) {
     throw new UsageError(`Context file ${path} looks binary (it has NUL bytes), not text: rlm reads text, JSON and JSON Lines. Convert it to text first.`);
   }
-  return parseText(decode(bytes, path, notice), format ?? formatByExtension(path), path);
+  return parseText(decode(bytes, path, notice), format ?? formatByExtension(path), path, options);
 }
 
 /** From this size on, a text file given alone is read by the sandbox worker, not by this process. */
@@ -111,14 +119,16 @@ function isJson(line: string): boolean {
   }
 }
 
-function parseText(text: string, format: ContextFormat | ((text: string) => ContextFormat), label: string): unknown {
+function parseText(text: string, format: ContextFormat | ((text: string) => ContextFormat), label: string, options: ContextSources): unknown {
   const chosen = typeof format === 'function' ? format(text) : format;
   if (chosen === 'text') return text;
+  // A file named .json that is not JSON is still worth reading: say how to read it as it is.
+  const asText = options.formatFlag ? '; pass --format text to read it as plain text' : '';
   if (chosen === 'json') {
     try {
       return JSON.parse(text);
     } catch (error) {
-      throw new UsageError(`Context ${label} is not valid JSON: ${(error as Error).message}`);
+      throw new UsageError(`Context ${label} is not valid JSON: ${(error as Error).message}${asText}`);
     }
   }
   return text
@@ -129,7 +139,7 @@ function parseText(text: string, format: ContextFormat | ((text: string) => Cont
       try {
         return JSON.parse(line) as unknown;
       } catch (error) {
-        throw new UsageError(`Context ${label}, line ${number}, is not valid JSON: ${(error as Error).message}`);
+        throw new UsageError(`Context ${label}, line ${number}, is not valid JSON: ${(error as Error).message}${asText}`);
       }
     });
 }

@@ -5,7 +5,6 @@
 // start a sandbox worker before anything else.
 import { Command, CommanderError, Option } from 'commander';
 import { DEFAULTS } from '../defaults.js';
-import { RlmError } from '../errors.js';
 import { RUN_EXAMPLES, SERVE_EXAMPLES } from './help.js';
 import type { CommandIo } from './io.js';
 import type { RunFlags } from './run-command.js';
@@ -13,7 +12,7 @@ import { addRunOptionFlags, collect, number, port } from './run-options.js';
 import type { ServeFlags } from './serve-command.js';
 import type { ViewFlags } from './view-command.js';
 import type { McpFlags } from './mcp-command.js';
-import { EXIT } from './usage-error.js';
+import { EXIT, isConfigurationProblem } from './usage-error.js';
 
 
 export function buildProgram(io: CommandIo, setExitCode: (code: number) => void): Command {
@@ -34,7 +33,7 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULTS.cli.model})`))
     .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
   addRunOptionFlags(run)
-    .option('--json', 'print one JSON object: response, usage, costUsd, iterations, durationMs, forced, logPath')
+    .option('--json', 'print one JSON object: response, usage (tokens and cost), iterations, durationMs, forced, logPath')
     .option('--quiet', 'no progress output on stderr')
     .option('--verbose', 'also show the model replies and block outputs on stderr')
     .addHelpText('after', RUN_EXAMPLES)
@@ -119,7 +118,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
       }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }
-    if (error instanceof RlmError && (error.code === 'usage_error' || error.code === 'configuration_error' || error.code === 'missing_api_key')) {
+    if (isConfigurationProblem(error)) {
       io.stderr.write(`rlm: ${error.message}\n`);
       return EXIT.usage;
     }

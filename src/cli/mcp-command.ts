@@ -10,7 +10,7 @@ import type { CommandIo } from './io.js';
 import { buildOptions } from './run-command.js';
 import type { RunOptionFlags } from './run-options.js';
 import { stopRequested } from './stop-signals.js';
-import { EXIT } from './usage-error.js';
+import { EXIT, isConfigurationProblem } from './usage-error.js';
 
 /** The flags of `rlm mcp`, as commander parses them. */
 export interface McpFlags extends RunOptionFlags {
@@ -26,20 +26,18 @@ const completionInput = {
   sub_model: z.string().optional().describe('Model for llm_query from code (default: the server’s).'),
 };
 
+const modelUsage = z.object({ calls: z.number(), inputTokens: z.number(), outputTokens: z.number(), costUsd: z.number().nullable() });
 const completionOutput = {
   iterations: z.number(),
   forced: z.boolean(),
-  costUsd: z.number(),
   durationMs: z.number(),
-  usage: z.record(z.string(), z.object({ calls: z.number(), inputTokens: z.number(), outputTokens: z.number(), costUsd: z.number().nullable() })),
+  /** The library's `result.usage` (and `usage` in rlm run --json). */
+  usage: modelUsage.omit({ costUsd: true }).extend({ byModel: z.record(z.string(), modelUsage), costUsd: z.number().nullable(), costComplete: z.boolean() }),
   logPath: z.string().optional(),
 };
 
 export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string): Promise<number> {
-  const options = await buildOptions(flags, io);
-  // A broken setup file is a usage error now, not at the first call; MCP servers start now.
-  const base = new RLM(options);
-  for (const warning of (await base.prepare()).warnings ?? []) io.stderr.write(`rlm: ${warning}\n`);
+  const prepared = await prepareRuns(flags, io);
   const server = new McpServer({ name: 'rlm', version });
   server.registerTool(
     'rlm_completion',
@@ -52,6 +50,8 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
       outputSchema: completionOutput,
     },
     async (args, extra) => {
+      if ('problem' in prepared) return toolError(prepared.problem);
+      const { options, base } = prepared;
       const context = await contextOf(args.context, args.context_paths, io);
       const rlm = args.model || args.sub_model ? new RLM(runOptions(options, args.model, args.sub_model)) : base;
       const progressToken = extra._meta?.progressToken;
@@ -70,9 +70,8 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
               structuredContent: {
                 iterations: result.iterations,
                 forced: result.forced,
-                costUsd: result.usage.costUsd,
                 durationMs: Math.round(result.durationMs),
-                usage: result.usage.byModel,
+                usage: result.usage,
                 ...(result.logPath && { logPath: result.logPath }),
               },
             };
@@ -82,13 +81,17 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
       } catch (error) {
         const partial = error instanceof RunFailedError ? error.partialAnswer : undefined;
         const message = error instanceof Error ? error.message : String(error);
-        return { isError: true, content: [{ type: 'text' as const, text: `The run stopped: ${message}${partial ? `\nPartial answer (the best the run had so far):\n${partial}` : ''}` }] };
+        return toolError(`The run stopped: ${message}${partial ? `\nPartial answer (the best the run had so far):\n${partial}` : ''}`);
       }
     },
   );
   const transport = new StdioServerTransport(process.stdin, process.stdout);
   await server.connect(transport);
-  io.stderr.write(`rlm: MCP server on stdio, tool rlm_completion (model ${options.model}${options.baseURL ? ` at ${options.baseURL}` : ''})\n`);
+  io.stderr.write(
+    'problem' in prepared
+      ? 'rlm: MCP server on stdio, tool rlm_completion: every call will fail with the problem above until it is fixed\n'
+      : `rlm: MCP server on stdio, tool rlm_completion (model ${prepared.options.model}${prepared.options.baseURL ? ` at ${prepared.options.baseURL}` : ''})\n`,
+  );
   // Until the client closes its end (or a stop signal).
   const clientGone = new Promise<void>((resolve) => {
     process.stdin.once('end', resolve);
@@ -99,6 +102,30 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
   return EXIT.ok;
 }
 
+/**
+ * The options and the RLM of every call, built now: a broken setup file shows at once, and MCP
+ * servers start. A configuration problem (most often: no API key) does not stop the server, since
+ * a client shows nothing of a server that exits but "Connection closed": every call answers with
+ * the problem and its fix instead.
+ */
+async function prepareRuns(flags: McpFlags, io: CommandIo): Promise<{ options: RLMOptions; base: RLM } | { problem: string }> {
+  try {
+    const options = await buildOptions(flags, io);
+    const base = new RLM(options);
+    for (const warning of (await base.prepare()).warnings ?? []) io.stderr.write(`rlm: ${warning}\n`);
+    return { options, base };
+  } catch (error) {
+    if (!isConfigurationProblem(error)) throw error;
+    io.stderr.write(`rlm: ${error.message}\n`);
+    const fix = error.code === 'missing_api_key' ? ' In the MCP client\'s entry for rlm, set OPENAI_API_KEY under "env", or add "--base-url" and the URL of an OpenAI-compatible server to "args".' : '';
+    return { problem: `rlm is not configured to run: ${error.message}${fix}` };
+  }
+}
+
+function toolError(text: string) {
+  return { isError: true, content: [{ type: 'text' as const, text }] };
+}
+
 function runOptions(options: RLMOptions, model: string | undefined, subModel: string | undefined): RLMOptions {
   return { ...options, ...(model && { model }), ...(subModel && { subModel }) };
 }
@@ -106,6 +133,7 @@ function runOptions(options: RLMOptions, model: string | undefined, subModel: st
 async function contextOf(text: string | undefined, paths: string[] | undefined, io: CommandIo): Promise<unknown> {
   if (!paths || paths.length === 0) return text ?? '';
   const notice = (message: string) => io.stderr.write(`rlm: ${message}\n`);
-  const loaded = await loadContexts({ sources: paths, readStdin: () => Promise.reject(new Error('standard input carries the MCP protocol: pass files or folders')), format: undefined, notice });
+  // Standard input carries the MCP protocol: it is not the user's to pass.
+  const loaded = await loadContexts({ sources: paths, notice });
   return text === undefined ? loaded : [text, loaded];
 }

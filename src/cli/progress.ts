@@ -144,7 +144,10 @@ export class ProgressView {
     const queued = this.subcallsQueued > 0 ? `, ${this.subcallsQueued} queued` : '';
     parts.push(`sub-calls ${this.subcallsRunning.size} running${queued}, ${this.subcallsDone} done`);
     if (this.childrenRunning > 0) parts.push(`${this.childrenRunning} child runs`);
-    parts.push(`${formatTokens(usage.tokens)} tokens`, formatCost(usage.costUsd, usage.costComplete), seconds(Date.now() - this.started));
+    parts.push(`${formatTokens(usage.tokens)} tokens`);
+    // Before the first reply nothing says whether the models have prices: "$0.0000" would claim they do.
+    if (usage.calls > 0) parts.push(formatCost(usage.costUsd, usage.costComplete));
+    parts.push(seconds(Date.now() - this.started));
     return parts.join(' · ');
   }
 

@@ -1,10 +1,10 @@
-import { DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult } from '../index.js';
+import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult, type UsageSummary } from '../index.js';
 import { loadContexts, type ContextFormat } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';
 import { Interruption } from './stop-signals.js';
 import type { CommandIo } from './io.js';
-import { EXIT, UsageError } from './usage-error.js';
+import { EXIT, isConfigurationProblem, UsageError } from './usage-error.js';
 
 /** The flags of `rlm run`, as commander parses them. */
 export interface RunFlags extends RunOptionFlags {
@@ -27,35 +27,40 @@ export async function runCommand(questionWords: string[], flags: RunFlags, io: C
   const query = flags.query ?? (questionWords.length > 0 ? questionWords.join(' ') : undefined);
   const contexts = flags.context ?? [];
   if (contexts.length === 0) throw new UsageError('Give the input with --context <file|folder|->, e.g. rlm run --context report.txt "What changed?"');
-  if (query !== undefined && query.trim() === '') throw new UsageError('The question is empty: pass it as the last argument or with --query.');
+  if (query === undefined) throw new UsageError('Give the question as the last argument or with --query, e.g. rlm run --context report.txt "What changed?"');
+  if (query.trim() === '') throw new UsageError('The question is empty: pass it as the last argument or with --query.');
 
-  const options = await buildOptions(flags, io);
-  const rlm = new RLM(options);
-  // Setup files: a broken one is a usage error, reported before any model call.
-  for (const warning of (await rlm.prepare()).warnings ?? []) io.stderr.write(`rlm: ${warning}\n`);
+  // What the user typed is checked before the configuration (key, endpoint, setup files): someone
+  // with a mistyped path and no key yet hears about the path first.
   let context: unknown;
   try {
     const notice = (text: string) => io.stderr.write(`rlm: ${text}\n`);
-    context = await loadContexts({ sources: contexts, readStdin: io.readStdin, format: flags.format, notice });
+    context = await loadContexts({ sources: contexts, readStdin: io.readStdin, format: flags.format, formatFlag: true, notice });
   } catch (error) {
     if (io.interrupt.aborted) return reportInterruption(io, 'nothing was run');
     throw error;
   }
+  const options = await buildOptions(flags, io);
+  const rlm = new RLM(options);
+  // Setup files: a broken one is a usage error, reported before any model call.
+  for (const warning of (await rlm.prepare()).warnings ?? []) io.stderr.write(`rlm: ${warning}\n`);
 
   const mode: ProgressMode = flags.quiet ? 'quiet' : io.stderr.isTTY ? 'live' : 'lines';
   const progress = new ProgressView(mode, io.stderr, Boolean(flags.verbose) && !flags.quiet);
   let result: RlmResult | undefined;
   let logPath: string | undefined;
+  let rootReplies = 0;
   try {
     for await (const event of rlm.stream({ context, query, signal: io.interrupt })) {
       progress.handle(event);
       if (event.type === 'run-start' && event.depth === 0) logPath = event.logPath;
+      if (event.type === 'llm-call-end' && event.purpose === 'root' && event.depth === 0 && event.response) rootReplies++;
       if (event.type === 'run-end') result = event.result;
     }
   } catch (error) {
     progress.stop();
     if (io.interrupt.aborted) return reportInterruption(io, `sandboxes stopped${logPath ? ` and the log is complete up to the last iteration: ${logPath}` : ''}`);
-    return reportFailure(error, flags, io);
+    return reportFailure(error, { flags, io, rootReplies });
   }
   progress.stop();
   if (!result) throw new Error('the run ended without a result');
@@ -88,9 +93,10 @@ export async function useLocalServer(io: CommandIo, model: string | undefined): 
   const found = await findLocalServer();
   if (!found) {
     const tried = LOCAL_SERVER_CANDIDATES.map((candidate) => `${candidate.baseURL} (${candidate.name})`).join(', ');
-    throw new UsageError(
+    throw new ConfigurationError(
       'OPENAI_API_KEY is not set: pass --api-key or set OPENAI_API_KEY, or pass --base-url for another OpenAI-compatible server. ' +
         `No local server answered at ${tried}.`,
+      { code: 'missing_api_key' },
     );
   }
   const chosen = model ?? found.models[0];
@@ -111,8 +117,8 @@ function reportInterruption(io: CommandIo, outcome: string): number {
  * A run that failed or hit a limit: what it had goes to stdout (the partial answer, flagged on
  * stderr; or the --json failure object), the reason to stderr; exit 1.
  */
-function reportFailure(error: unknown, flags: RunFlags, io: CommandIo): number {
-  if (error instanceof RlmError && CONFIGURATION_CODES.has(error.code)) throw error; // main() reports it as a usage error (exit 2)
+function reportFailure(error: unknown, { flags, io, rootReplies }: { flags: RunFlags; io: CommandIo; rootReplies: number }): number {
+  if (isConfigurationProblem(error)) throw error; // main() reports it as a usage error (exit 2)
   const message = error instanceof Error ? error.message : String(error);
   const failure = error instanceof RunFailedError ? error : undefined;
   const partial = failure?.partialAnswer;
@@ -123,13 +129,14 @@ function reportFailure(error: unknown, flags: RunFlags, io: CommandIo): number {
   }
   io.stderr.write(`rlm: the run stopped: ${message}\n`);
   if (!flags.json) {
-    io.stderr.write(partial ? 'rlm: the answer above is partial (the best the run had so far).\n' : 'rlm: the run had no answer yet: its replies so far were code, not answers.\n');
+    io.stderr.write(`rlm: ${partial ? 'the answer above is partial (the best the run had so far)' : rootReplies > 0 ? 'the run had no answer yet: its replies so far were code, not answers' : 'the run had no answer: it stopped before the model replied'}.\n`);
   }
   if (failure?.logPath) io.stderr.write(`rlm: log: ${failure.logPath}\n`);
   return EXIT.failed;
 }
 
-const CONFIGURATION_CODES = new Set(['configuration_error', 'missing_api_key', 'usage_error']);
+/** The usage of a run that made no model call (it failed before its first). */
+const NO_USAGE: UsageSummary = { byModel: {}, calls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, costComplete: true };
 
 /** The --json shape of a failed run: what went wrong, what it had, what it cost. */
 function failureJson(error: unknown, failure: RunFailedError | undefined) {
@@ -137,9 +144,7 @@ function failureJson(error: unknown, failure: RunFailedError | undefined) {
   return {
     error: { name, code: error instanceof RlmError ? error.code : null, message },
     partialAnswer: failure?.partialAnswer ?? null,
-    usage: failure?.usage?.byModel ?? {},
-    costUsd: failure?.usage?.costUsd ?? 0,
-    costComplete: failure?.usage?.costComplete ?? true,
+    usage: failure?.usage ?? NO_USAGE,
     logPath: failure?.logPath ?? null,
   };
 }
@@ -147,9 +152,7 @@ function failureJson(error: unknown, failure: RunFailedError | undefined) {
 function resultJson(result: RlmResult) {
   return {
     response: result.response,
-    usage: result.usage.byModel,
-    costUsd: result.usage.costUsd,
-    costComplete: result.usage.costComplete,
+    usage: result.usage,
     iterations: result.iterations,
     durationMs: Math.round(result.durationMs),
     forced: result.forced,

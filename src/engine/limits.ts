@@ -146,7 +146,8 @@ export class TreeBudget {
     const tokens = summary.inputTokens + summary.outputTokens;
     if (maxTokens !== undefined && tokens > maxTokens) {
       this.stop(new RunLimitError('max_tokens', `Token limit reached: ${tokens.toLocaleString('en-US')} tokens used, the limit is ${maxTokens.toLocaleString('en-US')}.`));
-    } else if (maxBudgetUsd !== undefined && summary.costUsd > maxBudgetUsd) {
+    } else if (maxBudgetUsd !== undefined && summary.costUsd !== null && summary.costUsd > maxBudgetUsd) {
+      // (With a budget, no call to a model without a price is made, so the cost is known.)
       const [spent, budget] = formatUsdPair(summary.costUsd, maxBudgetUsd);
       this.stop(new RunLimitError('max_budget', `Budget reached: $${spent} spent, more than the budget of $${budget}.`));
     }

@@ -15,9 +15,12 @@ export interface UsageSummary {
   calls: number;
   inputTokens: number;
   outputTokens: number;
-  /** USD over the models with a known price. */
-  costUsd: number;
-  /** False when some model had no price, so `costUsd` undercounts. */
+  /**
+   * USD over every model, or null when some model has no price: a sum that leaves models out would
+   * read as the whole cost. `byModel` still has the cost of each priced model.
+   */
+  costUsd: number | null;
+  /** False when some model has no price (and `costUsd` is then null). */
   costComplete: boolean;
 }
 
@@ -59,7 +62,7 @@ export class UsageTracker {
 
   summary(): UsageSummary {
     const byModel: Record<string, ModelUsage> = {};
-    const totals: UsageSummary = { byModel, calls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, costComplete: true };
+    const totals = { byModel, calls: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, costComplete: true };
     for (const [model, entry] of this.models) {
       const price = findPrice(model, this.prices);
       const cost = price ? costUsd(price, entry.inputTokens, entry.outputTokens) : null;
@@ -70,8 +73,7 @@ export class UsageTracker {
       if (cost === null) totals.costComplete = false;
       else totals.costUsd += cost;
     }
-    totals.costUsd = roundUsd(totals.costUsd);
-    return totals;
+    return { ...totals, costUsd: totals.costComplete ? roundUsd(totals.costUsd) : null };
   }
 }
 

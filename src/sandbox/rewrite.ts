@@ -155,6 +155,11 @@ class CellRewriter {
   }
 }
 
+/** Throws a BlockSyntaxError (line, column, code frame) when `source` does not parse as a block. */
+export function checkBlockSyntax(source: string): void {
+  parseBlock(source);
+}
+
 function parseBlock(source: string): Node {
   try {
     return parse(source, {

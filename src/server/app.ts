@@ -9,7 +9,7 @@ import { RLM_SERVER_HEADER } from '../lm/discover.js';
 
 export interface AppOptions {
   completions: ChatCompletions;
-  /** Model ids for GET /v1/models (the upstream's, when it lists them). */
+  /** Model ids for GET /v1/models: the upstream's (an ApiError when it cannot list them). */
   listModels: () => Promise<string[]>;
   /** Clients must send `Authorization: Bearer <token>`. */
   authToken?: string | undefined;
@@ -83,16 +83,22 @@ export function createApp(options: AppOptions): Hono {
   return app;
 }
 
-async function readJson(c: Context): Promise<unknown> {
+/** The body as a JSON object: an array or a scalar would otherwise be spread into one. */
+async function readJson(c: Context): Promise<Record<string, unknown>> {
+  let body: unknown;
   try {
-    return await c.req.json();
+    body = await c.req.json();
   } catch {
     throw new ApiError(400, 'invalid_request_error', 'The request body is not valid JSON.', null, 'invalid_json');
   }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError(400, 'invalid_request_error', `The body must be a JSON object ({ "model": ..., "messages": [...] }), not ${Array.isArray(body) ? 'an array' : body === null ? 'null' : `a ${typeof body}`}.`, null, 'invalid_json');
+  }
+  return body as Record<string, unknown>;
 }
 
-function isStreaming(body: unknown): boolean {
-  return body !== null && typeof body === 'object' && (body as { stream?: unknown }).stream === true;
+function isStreaming(body: Record<string, unknown>): boolean {
+  return body.stream === true;
 }
 
 /**

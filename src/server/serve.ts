@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { ChatCompletions, splitModelName } from '../api/chat-completions.js';
+import { ApiError } from '../api/errors.js';
 import { DEFAULTS } from '../defaults.js';
 import { RLM, type RLMOptions } from '../engine/rlm.js';
 import { ConfigurationError } from '../errors.js';
@@ -60,7 +61,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   const [{ createApp }, { serve: serveNode }] = await Promise.all([import('./app.js'), import('@hono/node-server')]);
   const app = createApp({
     completions,
-    listModels: async () => [...(await models.list())],
+    listModels: async () => [...(await models.listOrFail())],
     authToken: options.authToken,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.server.maxBodyBytes,
     maxConcurrentRuns: options.maxConcurrentRuns ?? DEFAULTS.server.maxConcurrentRuns,
@@ -99,34 +100,49 @@ function rlmCache(run: ServeOptions['run'], provider: ModelProvider): (models: {
   };
 }
 
-/** The upstream's model ids (its /v1/models), asked once and kept; none when it does not answer. */
+/** The upstream's model ids (its /v1/models), asked once and kept once it has listed some. */
 class UpstreamModels {
   private known: Promise<ReadonlySet<string>> | undefined;
 
   constructor(private readonly provider: ModelProvider) {}
 
+  /** The ids, or none when the upstream does not list them: model names are then taken as they are. */
   list(): Promise<ReadonlySet<string>> {
-    this.known ??= this.fetch().then((ids) => {
-      if (ids.size === 0) this.known = undefined; // ask again next time
-      return ids;
-    });
+    return this.listOrFail().catch(() => new Set<string>());
+  }
+
+  /** The ids; an upstream that does not list them is a 502 that says why (an empty list would hide it). */
+  listOrFail(): Promise<ReadonlySet<string>> {
+    this.known ??= this.fetch().then(
+      (ids) => {
+        if (ids.size === 0) this.known = undefined; // ask again next time
+        return ids;
+      },
+      (error: unknown) => {
+        this.known = undefined;
+        throw error;
+      },
+    );
     return this.known;
   }
 
   private async fetch(): Promise<ReadonlySet<string>> {
     const { baseURL, secrets } = this.provider;
     if (!baseURL) return new Set();
+    const url = `${baseURL.replace(/\/+$/, '')}/models`;
+    const unavailable = (reason: string) => new ApiError(502, 'upstream_error', `The upstream model server did not list its models (${url}): ${reason}.`, null, 'upstream_error');
+    let response: Response;
     try {
       const key = secrets?.[0];
-      const response = await fetch(`${baseURL.replace(/\/+$/, '')}/models`, {
-        headers: key ? { authorization: `Bearer ${key}` } : {},
-        signal: AbortSignal.timeout(5_000),
-      });
-      const body = (await response.json()) as { data?: { id?: unknown }[] };
-      return new Set((body.data ?? []).flatMap((model) => (typeof model.id === 'string' ? [model.id] : [])));
-    } catch {
-      return new Set();
+      response = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: AbortSignal.timeout(5_000) });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string } }).cause?.code;
+      throw unavailable(cause === 'ECONNREFUSED' ? 'connection refused (is it running?)' : (error as Error).message);
     }
+    if (!response.ok) throw unavailable(`HTTP ${response.status}`);
+    const body = (await response.json().catch(() => undefined)) as { data?: unknown } | undefined;
+    if (!Array.isArray(body?.data)) throw unavailable('its reply is not a model list');
+    return new Set((body.data as { id?: unknown }[]).flatMap((model) => (typeof model?.id === 'string' ? [model.id] : [])));
   }
 }
 

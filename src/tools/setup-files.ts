@@ -5,7 +5,8 @@ import { pathToFileURL } from 'node:url';
 import type { Message, Plugin } from 'esbuild';
 import { ConfigurationError } from '../errors.js';
 import { packageRoot } from '../paths.js';
-import { loadEsbuild, transpileTypeScript } from '../typescript.js';
+import { BlockSyntaxError, checkBlockSyntax, codeFrame } from '../sandbox/rewrite.js';
+import { compileTypeScript, loadEsbuild, type SyntaxProblem } from '../typescript.js';
 import { toTool, type AnyTool } from './define.js';
 
 /** What setup files contribute to a run. */
@@ -95,7 +96,9 @@ function readExports(module: Record<string, unknown>, path: string): SetupContri
   if (!toolList) throw new ConfigurationError(`Setup file ${path}: "tools" must be an array or an object of tools.`);
   return {
     tools: toolList.map((tool, index) => toTool(tool, `Setup file ${path}, tool #${index + 1}`)),
-    sandboxSetup: (Array.isArray(sandboxSetup) ? sandboxSetup : sandboxSetup === undefined ? [] : [sandboxSetup]).map((entry) => sandboxCode(entry, path)),
+    sandboxSetup: (Array.isArray(sandboxSetup) ? sandboxSetup : sandboxSetup === undefined ? [] : [sandboxSetup]).map((entry) =>
+      sandboxJavaScript(sandboxCode(entry, path), { label: `Setup file ${path}, sandboxSetup`, language: undefined }),
+    ),
   };
 }
 
@@ -129,10 +132,15 @@ function sharedPackages(): Plugin {
 /** Setup code run in the sandbox before the first block: JavaScript, TypeScript, or a file of either. */
 export type SetupCode = string | { code: string; language?: 'js' | 'ts' | undefined } | { file: string };
 
-/** Reads setup code files and strips TypeScript types, so the sandbox gets plain JavaScript. */
+/**
+ * Reads setup code files and strips TypeScript types, so the sandbox gets plain JavaScript. Each
+ * entry is checked here, when the RLM is built: setup code first runs in the sandbox after the
+ * root model's first reply, too late (and too costly) to find a typo.
+ */
 export function loadSetupCode(entries: SetupCode[]): string[] {
-  return entries.map((entry) => {
-    if (typeof entry === 'string') return entry;
+  return entries.map((entry, index) => {
+    const label = entries.length === 1 ? 'setupCode' : `setupCode[${index}]`;
+    if (typeof entry === 'string') return sandboxJavaScript(entry, { label, language: undefined });
     if ('file' in entry) {
       let code: string;
       try {
@@ -140,16 +148,51 @@ export function loadSetupCode(entries: SetupCode[]): string[] {
       } catch (error) {
         throw new ConfigurationError(`Cannot read setup code file ${entry.file}: ${(error as Error).message}`);
       }
-      return /\.[cm]?ts$/.test(entry.file) ? transpileSetup(code, entry.file) : code;
+      return sandboxJavaScript(code, { label: `Setup code file ${entry.file}`, language: /\.[cm]?ts$/.test(entry.file) ? 'ts' : undefined });
     }
-    return entry.language === 'ts' ? transpileSetup(entry.code, 'setup code') : entry.code;
+    return sandboxJavaScript(entry.code, { label, language: entry.language });
   });
 }
 
-function transpileSetup(code: string, label: string): string {
-  try {
-    return transpileTypeScript(code);
-  } catch (error) {
-    throw new ConfigurationError(`${label} is not valid TypeScript: ${(error as Error).message}`);
+/**
+ * Setup code as the sandbox runs it. TypeScript is stripped of its types; code of no stated
+ * language is taken as JavaScript when it parses as JavaScript, else as TypeScript when it
+ * compiles as TypeScript. Code that is neither fails with the reason of the language it got
+ * further in, and where.
+ */
+function sandboxJavaScript(code: string, { label, language }: { label: string; language: 'js' | 'ts' | undefined }): string {
+  if (language === 'ts') {
+    const compiled = compileTypeScript(code);
+    if ('problem' in compiled) throw new ConfigurationError(`${label} is not valid TypeScript: ${describeProblem(code, compiled.problem)}`);
+    return checkedJavaScript(compiled.code, label);
   }
+  const asJavaScript = javaScriptProblem(code);
+  if (!asJavaScript) return code;
+  if (language === 'js') throw new ConfigurationError(`${label} is not valid JavaScript: ${describeProblem(code, asJavaScript)}`);
+  const compiled = compileTypeScript(code);
+  if (!('problem' in compiled)) return checkedJavaScript(compiled.code, label);
+  const { problem: asTypeScript } = compiled;
+  const further = asTypeScript.line > asJavaScript.line || (asTypeScript.line === asJavaScript.line && asTypeScript.column > asJavaScript.column) ? asTypeScript : asJavaScript;
+  throw new ConfigurationError(`${label} is not valid JavaScript or TypeScript: ${describeProblem(code, further)}`);
+}
+
+function checkedJavaScript(code: string, label: string): string {
+  const problem = javaScriptProblem(code);
+  if (problem) throw new ConfigurationError(`${label} does not compile to code the sandbox can run: ${describeProblem(code, problem)}`);
+  return code;
+}
+
+/** Why `code` does not parse as a sandbox block, or undefined. */
+function javaScriptProblem(code: string): SyntaxProblem | undefined {
+  try {
+    checkBlockSyntax(code);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof BlockSyntaxError)) throw error;
+    return { message: error.message.replace(/ \(\d+:\d+\)$/, ''), line: error.line, column: error.column };
+  }
+}
+
+function describeProblem(code: string, { message, line, column }: SyntaxProblem): string {
+  return `${message} at line ${line}, column ${column + 1}:\n${codeFrame(code, line, column)}`;
 }

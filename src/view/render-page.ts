@@ -144,7 +144,7 @@ function renderIteration(iteration: IterationView, scope: 'root' | 'child'): str
 <summary>Iteration ${iteration.index} · ${iteration.blocks.length} block${iteration.blocks.length === 1 ? '' : 's'}${iteration.durationMs !== undefined ? ` · ${seconds(iteration.durationMs)}` : ''}${final}</summary>
 <div class="body">
   <details class="prompt"><summary>Prompt (${iteration.prompt.length} messages)</summary>${renderText(JSON.stringify(iteration.prompt, null, 2))}</details>
-  <h3>Model reply</h3>${renderText(iteration.response, 'reply')}
+  <h3>Model reply</h3>${renderText(replyWithoutBlocks(iteration.response, iteration.blocks), 'reply')}
   ${iteration.blocks.map(renderBlock).join('\n')}
   ${iteration.finalAnswer !== null ? `<h3>Final answer</h3>${renderText(iteration.finalAnswer)}` : ''}
 </div>
@@ -177,9 +177,9 @@ function renderBlock(block: BlockView, index: number): string {
 function renderSubcall(call: SubcallView): string {
   const kind = call.child ? 'child RLM' : 'sub-call';
   return `<details class="subcall${call.child ? ' child-run' : ''}">
-<summary>${kind} · ${escape(call.model ?? 'model')}${call.durationMs !== undefined ? ` · ${seconds(call.durationMs)}` : ''}${call.error ? ' · <span class="error">failed</span>' : ''} · ${escape(oneLine(typeof call.prompt === 'string' ? call.prompt : JSON.stringify(call.prompt ?? '')))}</summary>
+<summary>${kind} · ${escape(call.model ?? 'model')}${call.durationMs !== undefined ? ` · ${seconds(call.durationMs)}` : ''}${call.error ? ' · <span class="error">failed</span>' : ''} · ${escape(oneLine(promptText(call.prompt)))}</summary>
 <div class="body">
-  <h4>Prompt</h4>${renderText(typeof call.prompt === 'string' ? call.prompt : JSON.stringify(call.prompt, null, 2))}
+  <h4>Prompt</h4>${renderText(promptText(call.prompt))}
   <h4>Response</h4>${renderText(call.response)}
   ${call.error ? `<p class="error">${escape(call.error)}</p>` : ''}
   ${call.child ? call.child.map((iteration) => renderIteration(iteration, 'child')).join('\n') : ''}
@@ -192,6 +192,46 @@ function renderToolCall(call: ToolCallView): string {
 <summary>tool · ${escape(call.name)}${call.success ? '' : ' · <span class="error">failed</span>'}${call.durationMs !== undefined ? ` · ${seconds(call.durationMs)}` : ''}</summary>
 <div class="body">${call.success ? renderText(typeof call.result === 'string' ? call.result : JSON.stringify(call.result, null, 2)) : `<p class="error">${escape(call.error ?? 'failed')}</p>`}</div>
 </details>`;
+}
+
+/**
+ * A reply with each fenced block that ran replaced by a pointer to it: the block is shown right
+ * below, highlighted, with its output. Fences that did not run (other languages) stay.
+ */
+function replyWithoutBlocks(reply: string, blocks: BlockView[]): string {
+  let next = 0;
+  return reply.replace(FENCED_BLOCK, (fenced: string, body: string | undefined, inline: string | undefined) => {
+    const code = body ?? inline?.trim() ?? '';
+    const index = blocks.findIndex((block, position) => position >= next && block.code === code);
+    if (index === -1) return fenced;
+    next = index + 1;
+    return `[code block ${index + 1}, shown below]`;
+  });
+}
+
+/** A fence on lines of its own (its code in group 1), or on one line: ```repl print(1) ``` (group 2). */
+const FENCED_BLOCK = /^[ \t]*```[ \t]*[\w-]*(?:[ \t]*\n([\s\S]*?)\n[ \t]*```|[ \t]+(\S.*?)```)[ \t]*$/gm;
+
+/**
+ * A sub-call's prompt as text: a string as it is; messages as their text (one message alone, or
+ * each under its role), since the log keeps them as `{ role, content }` objects.
+ */
+function promptText(prompt: unknown): string {
+  if (typeof prompt === 'string') return prompt;
+  const messages = Array.isArray(prompt) ? prompt.map(messageText) : undefined;
+  if (!messages || messages.some((message) => message === undefined)) return JSON.stringify(prompt ?? '', null, 2);
+  const texts = messages as { role: string; text: string }[];
+  return texts.length === 1 ? texts[0]!.text : texts.map(({ role, text }) => `${role}:\n${text}`).join('\n\n');
+}
+
+function messageText(message: unknown): { role: string; text: string } | undefined {
+  if (message === null || typeof message !== 'object') return undefined;
+  const { role, content } = message as { role?: unknown; content?: unknown };
+  if (typeof role !== 'string') return undefined;
+  if (typeof content === 'string') return { role, text: content };
+  if (content === null || content === undefined) return { role, text: '' };
+  if (!Array.isArray(content)) return undefined;
+  return { role, text: content.map((part) => (typeof (part as { text?: unknown })?.text === 'string' ? (part as { text: string }).text : '')).join('') };
 }
 
 /** A text as preformatted, cut to a preview with an expand control when long; code highlighted. */

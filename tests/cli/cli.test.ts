@@ -92,8 +92,8 @@ describe('rlm run', () => {
     const result = await rlm([...base(), '--context', textFile('b.txt', 'x'), '--json', '--query', 'q', '--log-dir', join(folder, 'logs')]);
     expect(result.code).toBe(0);
     const output = JSON.parse(result.stdout);
-    expect(Object.keys(output)).toEqual(expect.arrayContaining(['response', 'usage', 'costUsd', 'iterations', 'durationMs', 'forced', 'logPath']));
-    expect(output).toMatchObject({ response: 'json-answer', iterations: 2, forced: false, usage: { root: { calls: 2 } } });
+    expect(Object.keys(output)).toEqual(expect.arrayContaining(['response', 'usage', 'iterations', 'durationMs', 'forced', 'logPath']));
+    expect(output).toMatchObject({ response: 'json-answer', iterations: 2, forced: false, usage: { calls: 2, byModel: { root: { calls: 2 } } } });
     expect(readFileSync(output.logPath, 'utf8').split('\n')[0]).toContain('"type":"metadata"');
   });
 
@@ -225,15 +225,17 @@ describe('stop signals', () => {
   });
 
   it('stops waiting for standard input on SIGTERM', async () => {
-    // Setup files load after the CLI handles its signals and before it reads the context.
-    const setup = textFile('announce-setup.ts', "process.stderr.write('setup loaded\\n');\nexport const tools = [];\n");
-    let loaded!: () => void;
-    const setupLoaded = new Promise<void>((resolve) => (loaded = resolve));
-    const run = startRlm([...base(), '--setup', setup, '--context', '-', 'q'], {
+    // Contexts load in order, after the CLI handles its signals: the notice about the Latin-1 file
+    // comes just before standard input is read.
+    const latin1 = join(folder, 'before-stdin.txt');
+    writeFileSync(latin1, Buffer.from('café', 'latin1'));
+    let noticed!: () => void;
+    const reading = new Promise<void>((resolve) => (noticed = resolve));
+    const run = startRlm([...base(), '--context', latin1, '--context', '-', 'q'], {
       keepStdinOpen: true,
-      onStderr: (text) => text.includes('setup loaded') && loaded(),
+      onStderr: (text) => text.includes('read it as Latin-1') && noticed(),
     });
-    await setupLoaded;
+    await reading;
     run.child.kill('SIGTERM');
     const result = await exitWithin(run, 3_000);
     expect(result.code).toBe(143);

@@ -50,9 +50,9 @@ describe('budgets and prices', () => {
     replies = [repl('print(1)'), 'FINAL(priced)'];
     const result = await run('--model', 'my-local-model', '--max-budget', '1', '--price', 'my-local-model=0.5,2', '--json');
     expect(result.code).toBe(0);
-    const json = JSON.parse(result.stdout) as { costUsd: number; costComplete: boolean };
-    expect(json.costComplete).toBe(true);
-    expect(json.costUsd).toBeGreaterThan(0);
+    const { usage } = JSON.parse(result.stdout) as { usage: { costUsd: number; costComplete: boolean } };
+    expect(usage.costComplete).toBe(true);
+    expect(usage.costUsd).toBeGreaterThan(0);
   });
 
   it('rejects a malformed --price', async () => {

@@ -1,12 +1,11 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z as zod3 } from 'zod3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTool } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
-import { BIN, codeThenFinal, repl, runCli, scratch, scratchFile } from './helpers.js';
+import { BIN, closedPort, codeThenFinal, repl, runCli, scratch, scratchFile } from './helpers.js';
 
 // What a new user trips over, tried through the real binary.
 
@@ -54,6 +53,38 @@ describe('standard input and files', () => {
   });
 });
 
+describe('what is reported first', () => {
+  it('reports a missing context file before a missing API key', async () => {
+    const missing = join(scratch, 'no-such-file.txt');
+    // A remote endpoint without a key, and no endpoint at all (then local servers are looked for).
+    for (const endpoint of [['--base-url', 'https://api.example.com/v1'], []]) {
+      const result = await runCli(['run', ...endpoint, '--context', missing, 'q']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`Context file not found: ${missing}`);
+      expect(result.stderr).not.toContain('OPENAI_API_KEY');
+    }
+  });
+
+  it('says how to read a .json or .jsonl file that is not JSON as text', async () => {
+    const json = await run(['--context', scratchFile('notes.json', 'not json at all'), 'q']);
+    expect(json.code).toBe(2);
+    expect(json.stderr).toContain('is not valid JSON');
+    expect(json.stderr).toContain('pass --format text to read it as plain text');
+    const jsonl = await run(['--context', scratchFile('notes.jsonl', '{"a":1}\nplain line\n'), 'q']);
+    expect(jsonl.stderr).toContain('line 2, is not valid JSON');
+    expect(jsonl.stderr).toContain('pass --format text to read it as plain text');
+  });
+
+  it('fails on setup code that does not parse, naming the file, before any model call', async () => {
+    const before = server.requests.length;
+    const setup = scratchFile('broken-sandbox-setup.ts', 'export const sandboxSetup = "const ready = ;";\n');
+    const result = await run(['--context', scratchFile('f.txt', 'x'), '--setup', setup, 'q']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`Setup file ${setup}, sandboxSetup is not valid JavaScript or TypeScript: Unexpected token at line 1, column 15`);
+    expect(server.requests.length).toBe(before);
+  });
+});
+
 describe('large files', () => {
   it('lets the worker read a large text file, and still refuses or decodes large files that are not UTF-8 text', async () => {
     const big = join(scratch, 'big.log');
@@ -82,6 +113,14 @@ describe('the question', () => {
     expect(twice.stderr).toContain('Give the question once');
   });
 
+  it('refuses a run with no question, before any model call', async () => {
+    const before = server.requests.length;
+    const result = await run(['--context', scratchFile('q.txt', 'abc')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Give the question as the last argument or with --query');
+    expect(server.requests.length).toBe(before);
+  });
+
   it('suggests `rlm run` when the command was left out', async () => {
     const result = await runCli(['--context', 'x.txt', 'What is this?']);
     expect(result.code).toBe(2);
@@ -107,7 +146,7 @@ describe('errors in the terms of the flags', () => {
   });
 
   it('names the URL and the fix when nothing listens there, without doubled full stops', async () => {
-    const closed = await freePort();
+    const closed = await closedPort();
     const result = await runCli(['run', '--base-url', `http://127.0.0.1:${closed}/v1`, '--model', 'm', '--context', scratchFile('f.txt', 'x'), 'q']);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`cannot reach http://127.0.0.1:${closed}/v1 (connection refused). Check that the server is running`);
@@ -147,6 +186,26 @@ describe('output', () => {
     expect(result.stderr).toMatch(/rlm: log: .*logs-at-end\/rlm_.*\.jsonl\n/);
   });
 
+  it("prints usage in the library's shape with --json, its cost null when a model has no price", async () => {
+    const unpriced = JSON.parse((await run(['--context', scratchFile('f.txt', 'x'), '--json', 'q'])).stdout);
+    expect(unpriced.usage).toEqual({ byModel: { root: { calls: 2, inputTokens: expect.any(Number), outputTokens: expect.any(Number), costUsd: null } }, calls: 2, inputTokens: expect.any(Number), outputTokens: expect.any(Number), costUsd: null, costComplete: false });
+    expect(unpriced).not.toHaveProperty('costUsd');
+    const priced = JSON.parse((await run(['--context', scratchFile('f.txt', 'x'), '--price', 'root=1,2', '--json', 'q'])).stdout);
+    expect(priced.usage).toMatchObject({ costUsd: expect.any(Number), costComplete: true, byModel: { root: { costUsd: priced.usage.costUsd } } });
+  });
+
+  it('does not call the replies code when the first request failed and there were none', async () => {
+    const refusing = await startFakeOpenAIServer({ reply: () => ({ status: 400, error: { message: 'Unknown model.' } }) });
+    try {
+      const result = await runCli(['run', '--base-url', refusing.baseURL, '--model', 'm', '--context', scratchFile('f.txt', 'x'), 'q']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('rlm: the run had no answer: it stopped before the model replied.');
+      expect(result.stderr).not.toContain('its replies so far were code');
+    } finally {
+      await refusing.close();
+    }
+  });
+
   it('says the cost is unknown for unpriced models instead of $0.0000', async () => {
     const result = await run(['--context', scratchFile('f.txt', 'x'), 'q']);
     expect(result.stderr).toContain('cost unknown (no prices for these models)');
@@ -161,13 +220,3 @@ describe('tool schemas', () => {
     );
   });
 });
-
-/** A port nothing listens on: one the system just handed out and got back. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}

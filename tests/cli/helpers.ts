@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/paths.js';
@@ -48,4 +49,14 @@ export function codeThenFinal(code: string | ((request: FakeRequest) => string))
     if (!output) return repl(typeof code === 'string' ? code : code(request));
     return `FINAL(${String(output.content).split('REPL output:\n')[1]!.split('\n')[0]})`;
   };
+}
+
+/** A port nothing listens on: one the system just handed out and got back. */
+export function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
 }

@@ -58,7 +58,7 @@ describe('rlm mcp', () => {
     const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'How long?', context: 'hello world' } });
     expect(result.isError).toBeFalsy();
     expect(result.content).toEqual([{ type: 'text', text: '11:hello' }]);
-    expect(result.structuredContent).toMatchObject({ iterations: 2, forced: false, usage: { root: { calls: 2 } } });
+    expect(result.structuredContent).toMatchObject({ iterations: 2, forced: false, usage: { calls: 2, costUsd: null, costComplete: false, byModel: { root: { calls: 2 } } } });
   });
 
   it('reads files named in context_paths, and reports progress when asked', async () => {
@@ -77,10 +77,11 @@ describe('rlm mcp', () => {
     expect(result.content).toEqual([{ type: 'text', text: '3' }]);
   });
 
-  it('says what went wrong as a tool error for a missing file', async () => {
+  it('says what went wrong as a tool error for a missing file, without suggesting standard input', async () => {
     const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'q', context_paths: ['/nonexistent/file.txt'] } });
     expect(result.isError).toBe(true);
-    expect(JSON.stringify(result.content)).toContain('/nonexistent/file.txt');
+    expect(JSON.stringify(result.content)).toContain('Context file not found: /nonexistent/file.txt. Pass an existing file or folder.');
+    expect(JSON.stringify(result.content)).not.toMatch(/standard input/);
   });
 
   it('stops the run when the client cancels the call', async () => {
@@ -98,5 +99,27 @@ describe('rlm mcp', () => {
     }, 10_000);
     expect(ended).toBe(true);
     expect(end).toMatchObject({ status: 'interrupted' });
+  });
+});
+
+describe('rlm mcp without an API key', () => {
+  it('starts, and answers every call with a tool error that says how to give the key', async () => {
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [BIN, 'mcp', '--base-url', 'https://api.example.com/v1'],
+      env: { PATH: process.env.PATH ?? '', HOME: tmpdir() },
+      stderr: 'pipe',
+    });
+    const keyless = new Client({ name: 'rlm-test', version: '1.0.0' });
+    await keyless.connect(transport);
+    try {
+      const result = await keyless.callTool({ name: 'rlm_completion', arguments: { query: 'q', context: 'x' } });
+      expect(result.isError).toBe(true);
+      const text = (result.content as { text: string }[])[0]!.text;
+      expect(text).toContain('OPENAI_API_KEY is not set');
+      expect(text).toContain('set OPENAI_API_KEY under "env"');
+    } finally {
+      await keyless.close();
+    }
   });
 });

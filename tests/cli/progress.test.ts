@@ -30,4 +30,17 @@ describe('the live status line', () => {
     view.stop();
     expect(output.text()).toContain('iteration 1/30 · sub-calls 0 running, 0 done');
   });
+
+  it('shows no cost before the first reply, then says when it is unknown', () => {
+    const output = terminal(200);
+    const view = new ProgressView('live', output);
+    view.handle({ ...base, type: 'iteration-start', iteration: 1, maxIterations: 30 });
+    expect(output.text()).toContain('iteration 1/30');
+    expect(output.text()).not.toContain('$');
+    const reply = { content: 'x', usage: { inputTokens: 10, outputTokens: 5 } };
+    view.handle({ ...(call('llm-call-end', 'r') as object), purpose: 'root', response: reply, costUsd: null } as unknown as RlmEvent);
+    view.stop();
+    expect(output.text()).toContain('15 tokens · cost unknown (no prices for these models)');
+    expect(output.text()).not.toContain('$0.0000');
+  });
 });

@@ -68,7 +68,7 @@ describe('usage and cost', () => {
   it('marks cost incomplete for a model without a price, and takes user prices', () => {
     const unknown = new UsageTracker();
     unknown.record('my-local-llama', { inputTokens: 100, outputTokens: 100 });
-    expect(unknown.summary()).toMatchObject({ costUsd: 0, costComplete: false, byModel: { 'my-local-llama': { costUsd: null } } });
+    expect(unknown.summary()).toMatchObject({ costUsd: null, costComplete: false, byModel: { 'my-local-llama': { costUsd: null } } });
     const priced = new UsageTracker({ 'my-local-llama': { inputPerMillion: 1, outputPerMillion: 2 } });
     priced.record('my-local-llama', { inputTokens: 1_000_000, outputTokens: 1_000_000 });
     expect(priced.summary().costUsd).toBe(3);

@@ -2,6 +2,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { serve } from '../../src/index.js';
 import { workerPids } from '../processes.js';
+import { closedPort } from '../cli/helpers.js';
 import { repl, rlmServer, sawOutput } from './helpers.js';
 
 async function post(url: string, body: string, headers: Record<string, string> = {}) {
@@ -24,6 +25,36 @@ describe('bad input gets an OpenAI error object with the right status', () => {
     const role = await post(server.url, JSON.stringify({ model: 'root', messages: [{ role: 'wizard', content: 'hi' }] }));
     expect(role.status).toBe(400);
     expect(role.body.error.message).toMatch(/unknown role/);
+  });
+
+  it('a body that is JSON but not an object, and n > 1: 400 that says so', async () => {
+    const { server, upstream } = await rlmServer({ root: ['FINAL(x)'] });
+    const array = await post(server.url, JSON.stringify([{ model: 'root', messages: [{ role: 'user', content: 'q' }] }]));
+    expect(array.status).toBe(400);
+    expect(array.body.error.message).toContain('The body must be a JSON object');
+    expect(array.body.error.message).toContain('not an array');
+    for (const stream of [false, true]) {
+      const many = await post(server.url, JSON.stringify({ model: 'root', n: 2, stream, messages: [{ role: 'user', content: 'q' }] }));
+      expect(many.status).toBe(400);
+      expect(many.body.error).toMatchObject({ type: 'invalid_request_error', param: 'n', message: 'Invalid request: n: rlm answers with one choice: n must be 1 (or left out)' });
+    }
+    expect(upstream.requests).toHaveLength(0);
+  });
+
+  it('GET /v1/models when the upstream does not answer: 502, not an empty list', async () => {
+    const { server, upstream } = await rlmServer({ root: ['FINAL(x)'], models: ['root'] });
+    expect(((await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string }[] }).data.map((model) => model.id)).toEqual(['root']);
+    const down = await serve({ port: 0, run: { baseURL: `http://127.0.0.1:${await closedPort()}/v1` } });
+    try {
+      const response = await fetch(`${down.url}/v1/models`);
+      expect(response.status).toBe(502);
+      const { error } = (await response.json()) as { error: { type: string; message: string } };
+      expect(error.type).toBe('upstream_error');
+      expect(error.message).toMatch(/^The upstream model server did not list its models \(http:\/\/127\.0\.0\.1:\d+\/v1\/models\): connection refused \(is it running\?\)\.$/);
+    } finally {
+      await down.close();
+    }
+    expect(upstream.requests).toHaveLength(0);
   });
 
   it('a body over the limit: 413', async () => {

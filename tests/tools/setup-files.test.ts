@@ -1,9 +1,11 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigurationError, RLM } from '../../src/index.js';
 import { loadSetupFiles } from '../../src/tools/setup-files.js';
 import { packageRoot } from '../../src/paths.js';
+import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
 
 // Setup files live outside the project on purpose: `rlm` and `zod` must still resolve.
 const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-files-'));
@@ -72,5 +74,30 @@ export const sandboxSetup = 'const FROM_SETUP = 1;';
   it('points an error thrown while loading at the setup file and its line, wherever it lives', async () => {
     const path = file('throws-on-load.ts', 'const answer: number = 41;\n\nthrow new Error(`broken at load ${answer + 1}`);\nexport const tools = [];\n');
     await expect(loadSetupFiles([path])).rejects.toThrow(`Setup file ${path} failed while loading: broken at load 42 (at ${path}:3:7)`);
+  });
+});
+
+describe('setup code (the setupCode option)', () => {
+  let server: FakeOpenAIServer;
+  beforeAll(async () => {
+    server = await startFakeOpenAIServer({ reply: () => '```repl\nFINAL(String(double(21)))\n```' });
+  });
+  afterAll(() => server.close());
+  const rlm = (setupCode: ConstructorParameters<typeof RLM>[0]['setupCode']) => new RLM({ model: 'root', baseURL: server.baseURL, setupCode });
+
+  it('takes a TypeScript string as TypeScript, and a JavaScript string as it is', async () => {
+    expect((await rlm('const double = (n: number): number => n * 2;').completion('c')).response).toBe('42');
+    expect((await rlm('const double = (n) => n < 2 ? n : n * 2;').completion('c')).response).toBe('42');
+  });
+
+  it('refuses code that is neither JavaScript nor TypeScript when the RLM is built, naming where, before any model call', () => {
+    const before = server.requests.length;
+    const broken = () => rlm(['const ok = 1;', 'const double = (n) =>\n  n * ;']);
+    expect(broken).toThrow(ConfigurationError);
+    expect(broken).toThrow(/^setupCode\[1\] is not valid JavaScript or TypeScript: Unexpected token at line 2, column 7:\n1 \| const double = \(n\) =>\n2 \|   n \* ;\n  \|       \^$/);
+    const path = file('setup-broken.js', 'const a = 1;\nconst b = ;\n');
+    expect(() => rlm({ file: path })).toThrow(`Setup code file ${path} is not valid JavaScript or TypeScript: Unexpected token at line 2, column 11`);
+    expect(() => rlm({ code: 'const x = (n: number) => n;', language: 'js' })).toThrow(/^setupCode is not valid JavaScript: /);
+    expect(server.requests.length).toBe(before);
   });
 });

@@ -20,15 +20,36 @@ describe('renderPage', () => {
     expect(page).not.toContain('<b>parts</b>');
     expect(page).toMatch(/id="status">completed</);
     expect(page).toMatch(/<pre class="text">all done<\/pre>/);
-    // The child run's iteration sits inside the sub-call that started it.
+    // The child run's iteration (its code block) sits inside the sub-call that started it.
     const child = page.slice(page.indexOf('class="subcall child-run"'));
-    expect(child.indexOf('FINAL(&#34;seven&#34;)')).toBeGreaterThan(0);
-    expect(child.indexOf('FINAL(&#34;seven&#34;)')).toBeLessThan(child.indexOf('</details>\n</div>\n</details>'));
+    expect(child.indexOf('&quot;seven&quot;')).toBeGreaterThan(0);
+    expect(child.indexOf('&quot;seven&quot;')).toBeLessThan(child.indexOf('</details>\n</div>\n</details>'));
     expect(page).toContain('tool · lookup');
     // Code is highlighted, and still escaped.
     expect(page).toMatch(/<pre class="code"><span class="hljs-keyword">const<\/span> child = <span class="hljs-title function_">rlm_query<\/span>\(<span class="hljs-string">&quot;child run: count&quot;<\/span>\)/);
     // Self-contained: nothing is fetched.
     expect(page).not.toMatch(/<(script|link|img)[^>]+(src|href)=/);
+  });
+
+  it("shows a sub-call's prompt as its text, not as the JSON of its messages", async () => {
+    const page = renderPage(readRunLog((await loggedRun()).text), 'run.jsonl');
+    const subcall = page.slice(page.indexOf('<details class="subcall">'), page.indexOf('</details>', page.indexOf('<details class="subcall">')));
+    expect(subcall).toMatch(/^<details class="subcall">\n<summary>sub-call · sub · [^<]+ · summarise<\/summary>\n<div class="body">\n  <h4>Prompt<\/h4><pre class="text">summarise<\/pre>/);
+    expect(subcall).not.toContain('&#34;role&#34;');
+    const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Sum ' }, { type: 'text', text: 'these.' }] }];
+    const iteration = { type: 'iteration', iteration: 1, prompt: [], response: '', final_answer: null, code_blocks: [{ code: 'x', result: { rlm_calls: [{ root_model: 'sub', prompt: messages, response: 'ok' }] } }] };
+    expect(renderPage(readRunLog(line(iteration)), 'x')).toContain('<h4>Prompt</h4><pre class="text">system:\nBe brief.\n\nuser:\nSum these.</pre>');
+  });
+
+  it('shows each code block once: the reply points at it, and it follows highlighted', async () => {
+    const page = renderPage(readRunLog((await loggedRun()).text), 'run.jsonl');
+    expect(page).toContain('<h3>Model reply</h3><pre class="reply">[code block 1, shown below]</pre>');
+    expect(page).not.toContain('const child = rlm_query(&#34;child run: count&#34;)');
+    // Prose stays, and so does a fence that did not run (or whose code the log does not hold).
+    const response = 'Let me look.\n```repl\nprint(1)\n```\nAn example:\n```text\nnot code\n```\n```repl print(2) ```';
+    const blocks = [{ code: 'print(1)', result: {} }, { code: 'print(2)', result: {} }];
+    const reply = renderPage(readRunLog(line({ type: 'iteration', iteration: 1, prompt: [], response, code_blocks: blocks, final_answer: null })), 'x');
+    expect(reply).toContain('<pre class="reply">Let me look.\n[code block 1, shown below]\nAn example:\n```text\nnot code\n```\n[code block 2, shown below]</pre>');
   });
 
   it('marks failed and forced runs, and logs that end early', () => {
