@@ -212,10 +212,12 @@ export class Sandbox {
     return this.worker?.alive ? this.worker.pid : undefined;
   }
 
-  /** Stops the worker process. The sandbox cannot be used afterwards. */
+  /** Stops the worker process and resolves once it has exited. The sandbox cannot be used afterwards. */
   async dispose(): Promise<void> {
     this.disposed = true;
-    this.discardWorker();
+    const worker = this.worker;
+    this.worker = undefined;
+    await worker?.stop();
   }
 
   // ---- internals ---------------------------------------------------------------------------------
