@@ -28,6 +28,7 @@ import {
   StringPrototypeSlice,
   StringPrototypeStartsWith,
   SymbolPrototypeToString,
+  SymbolToStringTag,
   WeakSetCtor,
   WeakSetPrototypeAdd,
   WeakSetPrototypeDelete,
@@ -51,6 +52,28 @@ export function inspect(value: unknown): string {
     return formatValue(value, 0, new WeakSetCtor(), '');
   } catch (error) {
     return `[Uninspectable: ${describeFailure(error)}]`;
+  }
+}
+
+/**
+ * A promise, or something that passes for one: a real Promise (by its prototype chain), an object
+ * with its own `then` (a function, or a getter, which is not run), or one tagged "Promise". Reads
+ * descriptors only, so no getter runs. A Proxy's traps do run (nothing can look at a Proxy without
+ * them), so callers call this in the block's own time; a trap that throws counts as "no". Only own
+ * properties count: a `then` model code put on Object.prototype must not make every object a promise.
+ */
+export function isPromiseLike(value: unknown): boolean {
+  if (value === null || (typeof value !== 'object' && typeof value !== 'function')) return false;
+  try {
+    if (FunctionPrototypeHasInstance(PromiseCtor, value)) return true;
+    const then = ObjectGetOwnPropertyDescriptor(value, 'then');
+    if (then !== undefined) {
+      const data = descriptorValue(then);
+      if (!data.found || typeof data.value === 'function') return true;
+    }
+    return descriptorValue(ObjectGetOwnPropertyDescriptor(value, SymbolToStringTag)).value === 'Promise';
+  } catch {
+    return false;
   }
 }
 

@@ -18,7 +18,7 @@ import {
   type HostCallLimits,
   type ToolHandBackReply,
 } from '../src/sandbox/shared.js';
-import { describeType, inspect, readOwnString } from './inspect.js';
+import { describeType, inspect, isPromiseLike, readOwnString } from './inspect.js';
 import { toJsonText } from './json.js';
 import {
   ArrayIsArray,
@@ -73,10 +73,15 @@ interface AsyncCall {
   reject: (reason: unknown) => void;
   /** Turns the reply's value into what the promise resolves to (tool_handler: the result text). */
   present: (value: unknown) => unknown;
+  /** The call as model code wrote it (`tools.search`, `tool_handler("search")`), for the unawaited-calls note. */
+  shownAs: string;
 }
 
 type ToolHandlerFunction = (name: string, args: Record<string, unknown>) => unknown;
 type ErrorReport = { name: string; message: string; stack: string };
+
+/** Kinds of unawaited calls a note names one by one; the rest are counted. */
+const UNAWAITED_KINDS_SHOWN = 5;
 
 const FROZEN = { writable: false, enumerable: false, configurable: false } as const;
 
@@ -188,29 +193,54 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
     return inspect(value);
   }
 
+  // A forgotten `await` (asynchronous tools return promises) or a variable its block never set
+  // must reach the model as an error it can fix, never the user as the answer "[object Promise]"
+  // or "undefined". Both checks read descriptors only (isPromiseLike), and run in the block's time.
   function FINAL(...args: unknown[]) {
     if (args.length === 0) throw new TypeErrorCtor('FINAL(answer) needs the answer as its argument.');
-    finalAnswer = serializeFinal(args[0]);
+    finalAnswer = acceptedFinal(args[0], 'FINAL', 'FINAL(await x)');
+  }
+
+  function acceptedFinal(value: unknown, caller: string, awaited: string): string {
+    if (isPromiseLike(value) || (typeof value === 'string' && StringPrototypeTrim(value) === '[object Promise]')) {
+      throw new TypeErrorCtor(
+        `${caller} got a Promise, not its value: await it first: ${awaited}. ` +
+          'Calls to asynchronous tools (tools.NAME) and async functions return promises.',
+      );
+    }
+    if (value === undefined) {
+      throw new TypeErrorCtor(`${caller} got undefined, not an answer: pass the answer itself (a function without return, or a variable never set, gives undefined).`);
+    }
+    return serializeFinal(value);
   }
 
   function FINAL_VAR(...args: unknown[]) {
     if (args.length === 0) throw new TypeErrorCtor('FINAL_VAR(name) needs a variable name or a value.');
     const nameOrValue = args[0];
     if (typeof nameOrValue !== 'string') {
-      finalAnswer = serializeFinal(nameOrValue);
+      finalAnswer = acceptedFinal(nameOrValue, 'FINAL_VAR', 'FINAL_VAR(await x)');
       return;
     }
     const name = StringPrototypeTrim(nameOrValue);
+    const shownName = JSONStringify(clip(name, REPORT_LIMITS.variableNameChars));
     if (!isUserVariable(name) && !globalNames[name]) {
       const known = listVariables();
       write(
-        `FINAL_VAR error: no variable named ${JSONStringify(clip(name, REPORT_LIMITS.variableNameChars))}. ` +
+        `FINAL_VAR error: no variable named ${shownName}. ` +
           (known.total > 0 ? `Defined variables: ${namesOf(known)}. ` : 'No variables are defined yet. ') +
           'Assign the answer to a variable first, or call FINAL(value). The run continues.\n',
       );
       return;
     }
-    finalAnswer = serializeFinal((globalObject as Record<string, unknown>)[name]);
+    const value = (globalObject as Record<string, unknown>)[name];
+    if (value === undefined) {
+      write(
+        `FINAL_VAR error: the variable ${shownName} is undefined, so it holds no answer (was the block that sets it stopped by an error?). ` +
+          'Assign the answer to it first, or call FINAL(value). The run continues.\n',
+      );
+      return;
+    }
+    finalAnswer = acceptedFinal(value, `FINAL_VAR(${shownName})`, `FINAL(await ${clip(name, REPORT_LIMITS.variableNameChars)})`);
   }
 
   // ---- variables -------------------------------------------------------------------------------
@@ -313,6 +343,7 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
       call.reject = reject;
     });
     call.present = present;
+    call.shownAs = label === 'tool_handler' ? `tool_handler(${JSONStringify(payload.name)})` : label;
     markHandled(promise);
     let ticket: number | string;
     try {
@@ -625,13 +656,21 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
     return { name: 'PendingPromiseError', message, stack: '' };
   }
 
+  /**
+   * The block report. Describing the error, showing the trailing value and listing variables can
+   * run model code (Proxy traps, getters), so the worker runs this under the block's time limit and
+   * falls back to `outputReport` when it fails.
+   */
   function collect(showResult: boolean): string {
     let error: ErrorReport | undefined;
-    if (outcome.state === 'rejected') error = describeError(outcome.error);
+    if (outcome.state === 'rejected') error = describeThrown(outcome.error);
     else if (outcome.state === 'pending') error = pendingError();
-    else if (showResult && outcome.value !== undefined) {
-      const value = outcome.value;
-      write(`${typeof value === 'string' ? JSONStringify(value) : cleanInspect(value)}\n`);
+    else if (showResult && outcome.value !== undefined) write(`${showValue(outcome.value)}\n`);
+    // A pending block may still be awaiting its calls (it timed out); one that ended never will.
+    const unawaited = outcome.state === 'pending' ? undefined : unawaitedCalls();
+    if (unawaited !== undefined && finalAnswer !== undefined) {
+      finalAnswer = undefined;
+      error ??= unawaitedFinalError();
     }
     blockOverrides = newRecord();
     const variables = listVariables();
@@ -640,9 +679,77 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
     report.droppedChars = droppedChars;
     if (error) report.error = plainRecord(error);
     report.final = finalAnswer;
+    if (unawaited !== undefined) report.note = unawaitedNote(unawaited);
     report.variables = variables.shown;
     report.omittedVariables = variables.total - variables.shown.length;
     return toJsonText(report, { maxChars: 2 ** 53, maxDepth: 4 });
+  }
+
+  // A thrown Proxy's traps may throw in turn: the report must still be made.
+  function describeThrown(error: unknown): ErrorReport {
+    try {
+      return describeError(error);
+    } catch {
+      return { name: 'Uncaught', message: 'the block threw a value that cannot be described', stack: 'Uncaught (a value that cannot be described)' };
+    }
+  }
+
+  function showValue(value: unknown): string {
+    try {
+      return typeof value === 'string' ? JSONStringify(value) : cleanInspect(value);
+    } catch {
+      return '[a value that cannot be shown]';
+    }
+  }
+
+  /** What the prelude holds as plain strings, for a block whose full report could not be made. */
+  function outputReport(): string {
+    const report = newRecord<unknown>();
+    report.stdout = output;
+    report.droppedChars = droppedChars;
+    report.final = finalAnswer;
+    report.variables = newList();
+    report.omittedVariables = 0;
+    return toJsonText(report, { maxChars: 2 ** 53, maxDepth: 4 });
+  }
+
+  /**
+   * Asynchronous calls the block made but whose replies it never took, by how model code wrote
+   * them ("2 calls to tools.search"); undefined when there are none. Their replies, if any come,
+   * are dropped by the worker: the results are lost.
+   */
+  function unawaitedCalls(): string | undefined {
+    const ids = ObjectGetOwnPropertyNames(asyncCalls);
+    if (ids.length === 0) return undefined;
+    const counts = newRecord<number>();
+    const order = newList<string>();
+    for (let index = 0; index < ids.length; index++) {
+      const shownAs = asyncCalls[ids[index]!]!.shownAs;
+      if (counts[shownAs] === undefined) ArrayPrototypePush(order, shownAs);
+      counts[shownAs] = (counts[shownAs] ?? 0) + 1;
+    }
+    const parts = newList<string>();
+    const shown = order.length < UNAWAITED_KINDS_SHOWN ? order.length : UNAWAITED_KINDS_SHOWN;
+    for (let index = 0; index < shown; index++) {
+      const count = counts[order[index]!]!;
+      ArrayPrototypePush(parts, `${count} call${count === 1 ? '' : 's'} to ${clip(order[index]!, REPORT_LIMITS.variableNameChars)}`);
+    }
+    if (order.length > shown) ArrayPrototypePush(parts, `calls to ${order.length - shown} more tools`);
+    return ArrayPrototypeJoin(parts, ', ');
+  }
+
+  function unawaitedNote(calls: string): string {
+    return (
+      `Note: this block never awaited ${calls}: it ended without the results, which are lost. ` +
+      'Await every call in the block that needs its result: const rows = await tools.NAME(args), or await Promise.all([...]) for several at once.'
+    );
+  }
+
+  function unawaitedFinalError(): ErrorReport {
+    const message =
+      'FINAL was not accepted: this block ended with tool calls it never awaited, so their results were lost. ' +
+      'Await them, then call FINAL with what they return.';
+    return { name: 'UnawaitedCallError', message, stack: '' };
   }
 
   function plainRecord(error: ErrorReport): Record<string, unknown> {
@@ -699,6 +806,7 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
       settleCall(call, replyJson);
     },
     collect,
+    outputReport,
     collectGarbage() {
       collectGarbage?.();
     },

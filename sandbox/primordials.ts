@@ -41,6 +41,7 @@ export const DatePrototypeGetTime = uncurryThis(Date.prototype.getTime);
 export const FunctionPrototypeToString = uncurryThis(Function.prototype.toString);
 /** `value instanceof Ctor` without consulting a `Symbol.hasInstance` that model code may define on Ctor. */
 export const FunctionPrototypeHasInstance = uncurryThis(Function.prototype[Symbol.hasInstance]) as (ctor: Function, value: unknown) => boolean;
+export const SymbolToStringTag = Symbol.toStringTag;
 export const SymbolPrototypeToString = uncurryThis(Symbol.prototype.toString);
 export const BigIntPrototypeToString = uncurryThis(BigInt.prototype.toString);
 export const NumberPrototypeToString = uncurryThis(Number.prototype.toString);

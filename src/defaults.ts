@@ -15,6 +15,12 @@ export const DEFAULTS = {
     maxHostCallChars: 128 * 2 ** 20,
     /** Extra time past the block timeout before a worker that stopped responding is killed. */
     watchdogGraceMs: 2_000,
+    /**
+     * Execution time a block's report (its error, value and variables) gets even when the block used
+     * all of its own. Making it takes milliseconds, unless the block left a getter or Proxy that
+     * never returns in a variable.
+     */
+    reportAllowanceMs: 1_000,
     /** Prompts one llm_query_batched / rlm_query_batched call may carry: a million would exhaust the host. */
     maxBatchItems: 10_000,
     /** Levels of nesting one host call may carry; deeper values would overflow host-side serializers. */

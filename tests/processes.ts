@@ -33,6 +33,11 @@ export function isRunning(pid: number): boolean {
   return state !== undefined && state !== 'Z' && state !== 'X';
 }
 
+/** True once the process is gone from the process table: exited and reaped by its parent, not even a zombie. */
+export function isReaped(pid: number): boolean {
+  return statFields(pid) === undefined;
+}
+
 /** CPU time the process has used, user and system, in ms (Linux counts it in ticks of 10 ms). */
 export function cpuMs(pid: number): number {
   const fields = statFields(pid);

@@ -1,4 +1,5 @@
 // Entry point of the `rlm` command: wires the process (argv, stdio, signals) to main().
+import { stopWorkerProcesses } from '../sandbox/live-workers.js';
 import { main } from './main.js';
 import { abortOnStopSignals } from './stop-signals.js';
 
@@ -41,6 +42,7 @@ const code = await main(process.argv.slice(2), {
   interrupt,
 });
 // Once main() is done nothing else matters: a model client's retry sleep or a keep-alive socket
-// left behind must not hold the exit back. Only the output must get out first.
-await Promise.all([drained(process.stdout), drained(process.stderr)]);
+// left behind must not hold the exit back. Only the output must get out first, and the sandbox
+// workers (spares included) must be gone: none may outlive the command.
+await Promise.all([drained(process.stdout), drained(process.stderr), stopWorkerProcesses()]);
 process.exit(code);

@@ -362,6 +362,12 @@ export class Run implements ParentRun {
     if (final?.kind === 'FINAL_VAR') {
       const lookup = await (await sandboxReady).execute(`FINAL_VAR(${JSON.stringify(final.name)})`, { signal });
       if (lookup.final !== undefined) return lookup.final;
+      // The reply's answer is a variable that holds none (missing, undefined, a promise): its text is
+      // no answer either.
+      const refusal = finalVarRefusal(lookup, final.name);
+      // Its first sentence says why; the rest tells the model how to go on, which it no longer can.
+      const reason = /^[\s\S]*?[.?!](?=\s|$)/.exec(refusal)?.[0] ?? refusal;
+      throw new RunLimitError('max_iterations', `The run used all ${this.tree.settings.maxIterations} iterations, and the answer of its last reply was refused: ${reason}`);
     }
     return parsed.prose || undefined;
   }
@@ -422,7 +428,7 @@ export class Run implements ParentRun {
     if (final.kind === 'FINAL') return { answer: final.value };
     const lookup = await sandbox.execute(`FINAL_VAR(${JSON.stringify(final.name)})`, { signal });
     if (lookup.final !== undefined) return { answer: lookup.final };
-    return { note: lookup.stdout.trim() || lookup.error?.message || message('final-var-missing', { name: final.name }) };
+    return { note: finalVarRefusal(lookup, final.name) };
   }
 
   // ---- the sandbox and its host calls ------------------------------------------------------------
@@ -583,4 +589,9 @@ function transpile(code: string): { code: string } | { error: { name: string; me
     const { message: text } = error as Error;
     return { error: { name: 'SyntaxError', message: text, stack: `SyntaxError: ${text}` } };
   }
+}
+
+/** Why a text FINAL_VAR(name) gave no answer, as the sandbox's lookup of it said. */
+function finalVarRefusal(lookup: ExecuteResult, name: string): string {
+  return lookup.stdout.trim() || lookup.error?.message || message('final-var-missing', { name });
 }

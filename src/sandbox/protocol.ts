@@ -52,8 +52,13 @@ export type WorkerEvent =
   | {
       type: 'executed';
       id?: number;
-      /** `memory-full`: the block ended, but left the heap nearly full (see heapLeftFull in worker.ts). */
-      outcome: 'completed' | 'timeout' | 'memory' | 'memory-full' | 'compile-error' | 'unhandled-rejection';
+      /**
+       * `memory-full`: the block ended, but left the heap nearly full (see heapLeftFull in worker.ts).
+       * `report-timeout` / `report-failed`: the block ended, but its report (error, trailing value,
+       * variables) ran out of time or failed in model code the block left behind; `result` then
+       * holds only its output and final answer.
+       */
+      outcome: 'completed' | 'timeout' | 'memory' | 'memory-full' | 'compile-error' | 'unhandled-rejection' | 'report-timeout' | 'report-failed';
       failure?: string | undefined;
       result?: string;
     }
@@ -85,6 +90,8 @@ export const blockReportSchema = z.object({
   droppedChars: z.number().int().nonnegative(),
   error: z.object({ name: z.string(), message: z.string(), stack: z.string() }).optional(),
   final: z.string().optional(),
+  /** Said after the output: calls the block started but never awaited. */
+  note: z.string().optional(),
   variables: z.array(z.object({ name: z.string(), type: z.string() })),
   /** Variables defined but not listed (the list is bounded). */
   omittedVariables: z.number().int().nonnegative(),

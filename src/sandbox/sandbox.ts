@@ -104,7 +104,7 @@ const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const REPORTED_PROBLEMS = 5;
 const PROBLEM_CHARS = 200;
 
-type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'unresponsive' | 'resident-memory';
+type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'unresponsive' | 'resident-memory' | 'report-timeout' | 'report-failed';
 
 /**
  * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate inside its own
@@ -212,10 +212,12 @@ export class Sandbox {
     return this.worker?.alive ? this.worker.pid : undefined;
   }
 
-  /** Stops the worker process. The sandbox cannot be used afterwards. */
+  /** Stops the worker process and resolves once it has exited. The sandbox cannot be used afterwards. */
   async dispose(): Promise<void> {
     this.disposed = true;
-    this.discardWorker();
+    const worker = this.worker;
+    this.worker = undefined;
+    await worker?.stop();
   }
 
   // ---- internals ---------------------------------------------------------------------------------
@@ -344,7 +346,7 @@ export class Sandbox {
       (pendingCalls) => this.options.onBlockWaiting?.({ scope, pendingCalls }),
     );
     const watchdog = new BlockWatchdog(worker, {
-      timeLimitMs: this.options.blockTimeoutMs + DEFAULTS.sandbox.watchdogGraceMs,
+      timeLimitMs: this.options.blockTimeoutMs + DEFAULTS.sandbox.reportAllowanceMs + DEFAULTS.sandbox.watchdogGraceMs,
       rssLimitMb: this.options.rssLimitMb ?? 2 * this.options.memoryLimitMb + 2 * this.loadedContextMb + 512,
       hostWaitMs: () => bridge.waitedMs(),
     });
@@ -368,6 +370,7 @@ export class Sandbox {
       if (reply.type !== 'executed') throw new SandboxError('sandbox_protocol_error', `Unexpected reply ${reply.type} to execute`);
       if (reply.outcome === 'memory') return this.resetResult('memory', elapsed());
       if (reply.outcome === 'memory-full') return this.heapFullResult(reply, elapsed());
+      if (reply.outcome === 'report-timeout' || reply.outcome === 'report-failed') return this.reportFailedResult(reply, reply.outcome, elapsed());
       return this.blockResult(reply, elapsed());
     } catch (error) {
       if (signal?.aborted && error === signal.reason) {
@@ -397,8 +400,9 @@ export class Sandbox {
       error = splitFailure(`${reply.failure ?? 'Error'} (a promise was rejected and nothing handled it)`);
     }
     this.lastVariables = report.variables;
+    const stdout = report.droppedChars > 0 ? `${report.stdout}${truncationMarker(report.droppedChars)}` : report.stdout;
     return {
-      stdout: report.droppedChars > 0 ? `${report.stdout}${truncationMarker(report.droppedChars)}` : report.stdout,
+      stdout: report.note === undefined ? stdout : `${stdout}${stdout === '' || stdout.endsWith('\n') ? '' : '\n'}${report.note}\n`,
       ...(error && { error }),
       ...(report.final !== undefined && { final: report.final }),
       durationMs,
@@ -433,6 +437,16 @@ export class Sandbox {
     return { ...this.resetResult('memory-full', durationMs, reply.failure), stdout };
   }
 
+  /**
+   * The block's output, then a reset: what it left behind (a global getter or Proxy trap that never
+   * returns) made its report fail, and would make every later block's report fail the same way.
+   */
+  private reportFailedResult(reply: Extract<Reply, { type: 'executed' }>, reason: 'report-timeout' | 'report-failed', durationMs: number): ExecuteResult {
+    const { stdout, final } = this.blockResult({ ...reply, outcome: 'completed' }, durationMs);
+    const reset = this.resetResult(reason, durationMs, reply.failure);
+    return { ...reset, stdout, ...(final !== undefined && { final }) };
+  }
+
   private resetResult(reason: ResetReason, durationMs: number, detail = ''): ExecuteResult {
     this.discardWorker();
     this.lastVariables = [];
@@ -446,6 +460,12 @@ export class Sandbox {
       'resident-memory': ['MemoryLimitError', `The sandbox process grew far past its memory limit (${this.options.memoryLimitMb} MB heap). ${lost}`],
       crashed: ['SandboxCrashedError', `The sandbox process stopped while running the block (usually memory exhaustion). ${lost}`],
       unresponsive: ['TimeoutError', `The block ran past the ${formatDuration(this.options.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`],
+      'report-timeout': [
+        'TimeoutError',
+        `The block ran past the ${formatDuration(this.options.blockTimeoutMs)} time limit while its variables were listed: ` +
+          `a getter or Proxy it left in a global variable (or in its error or value) does not return. ${lost}`,
+      ],
+      'report-failed': ['SandboxError', `The block's variables could not be listed (${detail}). ${lost}`],
     };
     const [name, message] = messages[reason];
     return { stdout: '', error: { name, message, stack: `${name}: ${message}` }, durationMs, variables: [], reset: true };
@@ -591,6 +611,7 @@ function boundReport(report: BlockReport, outputLimitChars: number): BlockReport
     stdout,
     droppedChars: report.droppedChars + (report.stdout.length - stdout.length),
     ...(error && { error }),
+    ...(report.note !== undefined && { note: clip(report.note, REPORT_LIMITS.errorMessageChars) }),
     variables,
     omittedVariables: report.omittedVariables + (report.variables.length - variables.length),
   };

@@ -4,6 +4,7 @@ import type { Readable, Writable } from 'node:stream';
 import { SandboxError } from '../errors.js';
 import { sandboxWorkerPath } from '../paths.js';
 import { encodeFrame, FrameDecoder } from './framing.js';
+import { trackWorker } from './live-workers.js';
 import type { WorkerCommand, WorkerEvent } from './protocol.js';
 
 type Reply = Exclude<WorkerEvent, { type: 'ready' | 'hostCall' | 'hostCallAsync' | 'waiting' }>;
@@ -48,6 +49,7 @@ export class WorkerProcess {
   private exitError: WorkerExitError | undefined;
   private readonly exitListeners = new Set<(error: WorkerExitError) => void>();
   private holds = 0;
+  private readonly untrack: () => void;
 
   constructor() {
     const script = sandboxWorkerPath();
@@ -89,14 +91,19 @@ export class WorkerProcess {
         else this.settle(event);
       }
     });
+    this.untrack = trackWorker(this);
     this.child.on('exit', (code, signal) => {
+      this.untrack();
       this.exitError = new WorkerExitError(code, signal, this.stderrTail);
       failReady(this.exitError);
       for (const { reject } of this.pending.values()) reject(this.exitError);
       this.pending.clear();
       for (const listener of this.exitListeners) listener(this.exitError);
     });
-    this.child.on('error', (error) => failReady(error));
+    this.child.on('error', (error) => {
+      this.untrack();
+      failReady(error);
+    });
     this.setKeepsHostAlive(false);
   }
 
@@ -141,6 +148,19 @@ export class WorkerProcess {
 
   kill(): void {
     if (this.alive) this.child.kill('SIGKILL');
+  }
+
+  /** Kills the process and resolves once it has exited, so nothing of it outlives the caller. */
+  stop(): Promise<void> {
+    if (this.exitError || this.child.pid === undefined) {
+      this.untrack(); // a process that never started has nothing to wait for
+      return Promise.resolve();
+    }
+    const exited = new Promise<void>((resolve) => this.onExit(() => resolve()));
+    // A spare or idle worker does not keep the event loop alive; its exit must be waited for.
+    this.hold();
+    this.child.kill('SIGKILL');
+    return exited;
   }
 
   private write(command: WorkerCommand) {

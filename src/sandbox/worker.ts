@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
+import { DEFAULTS } from '../defaults.js';
 import { encodeFrame, FrameDecoder } from './framing.js';
 import { startOrphanWatchdog } from './orphan-watchdog.js';
 import type { HostReply, WorkerCommand, WorkerEvent } from './protocol.js';
@@ -50,7 +51,7 @@ const doorbellBuffer = Buffer.allocUnsafe(64);
 
 let isolate: ivm.Isolate | undefined;
 let context: ivm.Context | undefined;
-type ControllerMethod = 'setGlobal' | 'setTools' | 'beginBlock' | 'blockPending' | 'settleAsync' | 'collect' | 'collectGarbage';
+type ControllerMethod = 'setGlobal' | 'setTools' | 'beginBlock' | 'blockPending' | 'settleAsync' | 'collect' | 'outputReport' | 'collectGarbage';
 let controller: Record<ControllerMethod, ivm.Reference<Function>> | undefined;
 let nextHostCallId = 1;
 let maxHostCallChars = 0;
@@ -210,6 +211,7 @@ function init(command: Extract<WorkerCommand, { type: 'init' }>) {
     blockPending: method('blockPending'),
     settleAsync: method('settleAsync'),
     collect: method('collect'),
+    outputReport: method('outputReport'),
     collectGarbage: method('collectGarbage'),
   };
 }
@@ -233,9 +235,9 @@ function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract
     if (step.outcome === 'completed') step = awaitAsyncCalls(budget);
     const { outcome, failure } = step;
     if (outcome === 'memory') return { type: 'executed', outcome, failure };
-    const result = controller!.collect.applySync(undefined, [hasResult && outcome === 'completed'], {
-      timeout: Math.max(timeoutMs, 1_000),
-    }) as string;
+    const report = collectReport(hasResult && outcome === 'completed', budget);
+    if (report.outcome !== 'completed') return { type: 'executed', ...report };
+    const result = report.result!;
     const full = heapLeftFull(timeoutMs);
     if (full) return { type: 'executed', outcome: 'memory-full', failure: full, result };
     return { type: 'executed', outcome, failure, result };
@@ -244,6 +246,32 @@ function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract
     asyncCalls.clear();
     earlyReplies.clear();
   }
+}
+
+/**
+ * The block report. Making it can run model code the block left behind (a global getter, a Proxy
+ * trap reached while listing variables or describing an error), so it runs in what is left of the
+ * block's time, or in the report allowance when the block used it all. When it fails, the report
+ * holds only the output and final answer, and the outcome says why: the host resets a sandbox
+ * whose state would make every later report fail too.
+ */
+function collectReport(
+  showResult: boolean,
+  budget: ExecutionBudget,
+): { outcome: 'completed' | 'memory' | 'memory-full' | 'report-timeout' | 'report-failed'; failure?: string; result?: string } {
+  let result: string | undefined;
+  const step = budget.runAtLeast(DEFAULTS.sandbox.reportAllowanceMs, (timeout) => {
+    result = controller!.collect.applySync(undefined, [showResult], { timeout }) as string;
+  });
+  if (step.outcome === 'completed') return { outcome: 'completed', result: result! };
+  if (step.outcome === 'memory') return { outcome: 'memory', ...(step.failure !== undefined && { failure: step.failure }) };
+  const output = controller!.outputReport.applySync(undefined, [], { timeout: DEFAULTS.sandbox.reportAllowanceMs }) as string;
+  // A heap left at its limit makes the report crawl from one collection to the next: that is the
+  // block's memory, not code it left behind.
+  const full = heapNearlyFull();
+  if (full) return { outcome: 'memory-full', failure: full, result: output };
+  if (step.outcome === 'timeout') return { outcome: 'report-timeout', result: output };
+  return { outcome: 'report-failed', failure: step.failure ?? 'unknown error', result: output };
 }
 
 function runScript(code: string, budget: ExecutionBudget): StepResult {
@@ -298,7 +326,12 @@ class ExecutionBudget {
   constructor(private readonly limitMs: number) {}
 
   run(step: (timeoutMs: number) => void): StepResult {
-    const leftMs = this.limitMs - this.usedMs;
+    return this.runAtLeast(0, step);
+  }
+
+  /** Like `run`, but with at least `minimumMs` even when the block has used up its time. */
+  runAtLeast(minimumMs: number, step: (timeoutMs: number) => void): StepResult {
+    const leftMs = Math.max(this.limitMs - this.usedMs, minimumMs);
     if (leftMs <= 0) return { outcome: 'timeout' };
     const started = performance.now();
     const outsideBefore = timeOutsideIsolateMs;
@@ -329,13 +362,15 @@ function failedStep(error: unknown): StepResult {
  * that filled the sandbox. Returns "N of M MB" then, else undefined.
  */
 function heapLeftFull(timeoutMs: number): string | undefined {
-  const full = () => {
-    const { used_heap_size: used, heap_size_limit: limit } = isolate!.getHeapStatisticsSync();
-    return used > HEAP_FULL_SHARE * limit ? `${Math.round(used / 2 ** 20)} of ${Math.round(limit / 2 ** 20)} MB` : undefined;
-  };
-  if (!full()) return undefined;
+  if (!heapNearlyFull()) return undefined;
   controller!.collectGarbage.applySync(undefined, [], { timeout: Math.max(timeoutMs, 1_000) });
-  return full();
+  return heapNearlyFull();
+}
+
+/** "N of M MB" when the heap is over HEAP_FULL_SHARE of its limit, else undefined. */
+function heapNearlyFull(): string | undefined {
+  const { used_heap_size: used, heap_size_limit: limit } = isolate!.getHeapStatisticsSync();
+  return used > HEAP_FULL_SHARE * limit ? `${Math.round(used / 2 ** 20)} of ${Math.round(limit / 2 ** 20)} MB` : undefined;
 }
 
 function errorText(error: unknown): string {

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,11 +16,15 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `rlm` binary with an environment holding only PATH and HOME (no API key). */
-export function runCli(args: string[], options: { stdin?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+/**
+ * Runs the real `rlm` binary with an environment holding only PATH and HOME (no API key), and
+ * resolves once it has exited and its output is read. `onStart` gets the process as it starts.
+ */
+export function runCli(args: string[], options: { stdin?: string; env?: Record<string, string>; onStart?: (child: ChildProcess) => void } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const env = { PATH: process.env.PATH ?? '', HOME: scratch, ...options.env };
     const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    options.onStart?.(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

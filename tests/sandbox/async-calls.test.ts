@@ -172,7 +172,7 @@ describe('asynchronous tool calls', () => {
     const sandbox = await sandboxWithTools(host.options);
     const result = await sandbox.execute('const forgotten = tools.fetch_row({ id: 1 }); print("done")');
     expect(result.error).toBeUndefined();
-    expect(result.stdout).toBe('done\n');
+    expect(result.stdout).toMatch(/^done\nNote: this block never awaited 1 call to tools\.fetch_row: it ended without the results, which are lost\. /);
     expect(host.waits).toEqual([]);
     expect(host.held).toHaveLength(1);
     expect(host.held[0]!.signal.aborted).toBe(true);
@@ -181,6 +181,52 @@ describe('asynchronous tool calls', () => {
     host.answerHeld();
     const next = await sandbox.execute('print(await tools.fetch_row({ id: 2 }))');
     expect(next.stdout).toBe('fetch_row:{"id":2}\n');
+  });
+
+  it('end a block that never awaited some of them with a note naming them and saying to await them', async () => {
+    const host = batchingHost();
+    const sandbox = await sandboxWithTools(host.options);
+    const result = await sandbox.execute(`
+      tools.fetch_row({ id: 1 });
+      tools.fetch_row({ id: 2 });
+      tool_handler('search', { q: 'x' });
+      const kept = await tools.search({ q: 'awaited' });
+      print(kept)`);
+    expect(result.error).toBeUndefined();
+    const [printed, note] = result.stdout.split('\n');
+    expect(printed).toBe('search:{"q":"awaited"}');
+    // All four went out together when the block awaited; the three it never awaited lost their results.
+    expect(host.waits.map((wait) => wait.heldCalls)).toEqual([4]);
+    expect(note).toContain('never awaited 2 calls to tools.fetch_row, 1 call to tool_handler("search"): it ended without the results, which are lost');
+    expect(note).toContain('await tools.NAME(args)');
+    expect(result.stdout.endsWith('\n')).toBe(true);
+  });
+
+  it('refuse a FINAL from a block that never awaited its calls: the answer cannot hold their results', async () => {
+    const host = batchingHost();
+    const sandbox = await sandboxWithTools(host.options);
+    const result = await sandbox.execute('const row = tools.fetch_row({ id: 1 }); FINAL(`the row is ${row}`)');
+    expect(result.final).toBeUndefined();
+    expect(result.error?.name).toBe('UnawaitedCallError');
+    expect(result.error?.message).toMatch(/^FINAL was not accepted: this block ended with tool calls it never awaited/);
+    expect(result.stdout).toContain('never awaited 1 call to tools.fetch_row');
+
+    const fixed = await sandbox.execute('const awaited = await tools.fetch_row({ id: 1 }); FINAL(`the row is ${awaited}`)');
+    expect(fixed.error).toBeUndefined();
+    expect(fixed.final).toBe('the row is fetch_row:{"id":1}');
+    expect(fixed.stdout).toBe('');
+  });
+
+  it('refuse FINAL of a call\'s promise, saying to await it, and take the awaited value', async () => {
+    const host = batchingHost();
+    const sandbox = await sandboxWithTools(host.options);
+    for (const code of ['FINAL(tools.fetch_row({ id: 1 }))', 'FINAL(tool_handler("search", {}))', 'const pending = tools.fetch_row({}); FINAL_VAR("pending")']) {
+      const result = await sandbox.execute(code);
+      expect(result.final, code).toBeUndefined();
+      expect(result.error?.name, code).toBe('TypeError');
+      expect(result.error?.message, code).toMatch(/got a Promise, not its value: await it first: FINAL\(await (x|pending)\)/);
+    }
+    expect((await sandbox.execute('FINAL(await tools.fetch_row({ id: 1 }))')).final).toBe('fetch_row:{"id":1}');
   });
 
   it('keep synchronous calls working before and after an await', async () => {

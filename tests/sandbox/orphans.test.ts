@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
-import { eventually, isRunning, killSurvivors, workersOnceOneSpins } from '../processes.js';
+import { RLM, Sandbox } from '../../src/index.js';
+import { ScriptedModel } from '../../src/testing.js';
+import { eventually, isReaped, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
 
 // A program using the library, as a user would write it: its sandbox spins in a CPU-bound block.
 const PROGRAM = `
@@ -32,4 +34,25 @@ it('a sandbox worker dies soon after the program using the library is killed, ev
     program.kill('SIGKILL');
     killSurvivors(workers);
   }
+});
+
+it('a disposed sandbox has no worker process left: dispose resolves once it has exited', async () => {
+  const sandbox = await Sandbox.create({ memoryLimitMb: 64 });
+  await sandbox.execute('const busy = 1');
+  const pid = sandbox.processId!;
+  expect(isRunning(pid)).toBe(true);
+  await sandbox.dispose();
+  expect(isReaped(pid)).toBe(true);
+});
+
+it('RLM.completion resolves with its sandbox worker gone, at once', async () => {
+  const pidsDuringRun: number[] = [];
+  const languageModel = new ScriptedModel((_request, index) => {
+    if (index === 0) return '```repl\nprint(1)\n```';
+    pidsDuringRun.push(...workerPids());
+    return 'FINAL(done)';
+  });
+  expect((await new RLM({ model: 'root', languageModel }).completion('c')).response).toBe('done');
+  // The pool's spares wait for the next run; the run's own worker is gone.
+  expect(pidsDuringRun.filter(isReaped)).toHaveLength(1);
 });
