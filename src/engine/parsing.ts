@@ -77,8 +77,12 @@ export function parseReply(reply: string): ParsedReply {
 export function partialAnswerOf(reply: string): string | undefined {
   const parsed = parseReply(reply);
   if (parsed.textFinal?.kind === 'FINAL') return parsed.textFinal.value;
-  return parsed.prose || undefined;
+  // FINAL_VAR(name) names where the answer is, it is not the answer: its line is no answer text.
+  const prose = parsed.textFinal?.kind === 'FINAL_VAR' ? parsed.prose.replace(FINAL_VAR_LINE, '').trim() : parsed.prose;
+  return prose || undefined;
 }
+
+const FINAL_VAR_LINE = /^[ \t]*(?:\*\*)?FINAL_VAR\s*\(.*$/gm;
 
 /** Finds FINAL(...) / FINAL_VAR(...) at the start of a line; parentheses inside are kept whole. */
 export function findTextFinal(prose: string): TextFinal | undefined {

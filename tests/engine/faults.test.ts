@@ -103,6 +103,13 @@ describe('honest partial and forced answers', () => {
     expect(failure.partialAnswer).toBeUndefined();
   });
 
+  it('never offers a FINAL_VAR(...) line as the partial answer', async () => {
+    const { rlm } = await rlmAgainst([repl('var found; throw new Error("no")'), 'Almost there.\nFINAL_VAR(found)'], () => 'x', { stream: false, maxIterations: 1 });
+    const failure = await failureOf(rlm.completion('c'));
+    expect(failure.code).toBe('max_iterations');
+    expect(failure.partialAnswer).toBe('Almost there.');
+  });
+
   it('keeps the prose of the last reply as the partial answer, without its code', async () => {
     const { rlm } = await rlmAgainst(['Revenue grew 12% so far.\n' + repl('print(1)'), { status: 400, error: { message: 'bad request' } }], () => 'x', {
       stream: false,
