@@ -7,6 +7,7 @@ import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
 import { runSandboxBench } from './sandbox.js';
 import { runServerBench } from './server.js';
+import { runSoakBench } from './soak.js';
 import { runStartupBench } from './startup.js';
 import { runViewerBench } from './viewer.js';
 
@@ -16,6 +17,7 @@ const benches: Record<string, () => Promise<void>> = {
   lm: runLmBench,
   engine: runEngineBench,
   server: runServerBench,
+  soak: runSoakBench,
   viewer: runViewerBench,
 };
 const chosen = process.argv.slice(2);

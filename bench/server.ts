@@ -83,7 +83,7 @@ function percentile(values: number[], fraction: number): number {
   return sorted[Math.ceil(fraction * sorted.length) - 1]!;
 }
 
-function rssKb(pid: number): number {
+export function rssKb(pid: number): number {
   try {
     return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   } catch {

@@ -31,11 +31,11 @@ export const DEFAULTS = {
   lm: {
     /** Requests in flight at once per model, shared by a run and its child runs. */
     maxConcurrency: 16,
-    /** Retries of a failed model request (408, 409, 429, 5xx, timeouts, cut streams), honouring retry-after. */
+    /** Retries of a failed model request (see OpenAIModelOptions.maxRetries for what is retried), honouring retry-after. */
     maxRetries: 3,
     /** Time one attempt of a model request may take, headers and whole body, in ms. */
     requestTimeoutMs: 600_000,
-    /** Longest silence in a response (no bytes at all), in ms; a stalled body or stream is cut and retried. */
+    /** Longest silence (no bytes at all) from the request on, headers included, in ms; a stalled attempt is cut and retried. */
     idleTimeoutMs: 120_000,
     /** Longest wait before a retry, in ms, whatever retry-after asks; waits end at once when the run ends. */
     maxRetryDelayMs: 60_000,

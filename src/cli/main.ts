@@ -12,6 +12,7 @@ import { addRunOptionFlags, collect, number, port } from './run-options.js';
 import type { ServeFlags } from './serve-command.js';
 import type { ViewFlags } from './view-command.js';
 import type { McpFlags } from './mcp-command.js';
+import type { FakeServerFlags } from './fake-server-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
 
 
@@ -86,6 +87,15 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
       setExitCode(await viewCommand(logPath, flags, io));
     });
 
+  program
+    .command('fake-server')
+    .description('try rlm offline: a scripted model that explores the context as an RLM does (no model, no key)')
+    .option('--port <n>', 'port on 127.0.0.1 (default: any free port)', port)
+    .action(async (flags: FakeServerFlags) => {
+      const { fakeServerCommand } = await import('./fake-server-command.js');
+      setExitCode(await fakeServerCommand(flags, io));
+    });
+
   program.addHelpText(
     'after',
     `
@@ -114,7 +124,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.unknownOption' && argv[0]?.startsWith('-')) {
-        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, mcp, view)\n`);
+        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, mcp, view, fake-server)\n`);
       }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }

@@ -76,7 +76,7 @@ export function addRunOptionFlags(command: Command): Command {
     .option('--max-time <seconds>', 'stop a run after this long', number('positive'))
     .option('--block-timeout <seconds>', 'computation time one code block may use (default: 60)', number('positive'))
     .option('--request-timeout <seconds>', 'time one model request may take, reply included (default: 600)', number('positive'))
-    .option('--idle-timeout <seconds>', 'silence in a model reply before the request is cut and retried (default: 120)', number('positive'))
+    .option('--idle-timeout <seconds>', 'seconds of silence, from the moment a model request is sent, before it is cut and retried; a reply comes whole, so a model slower than this to write one needs more (default: 120)', number('positive'))
     .option('--memory-limit <mb>', 'sandbox heap limit (default: 1024)', number('integer'))
     .option('--setup <file>', 'setup file with tools or sandbox code (repeatable)', collect)
     .option('--system-prompt <file>', 'replace the built-in system prompt')

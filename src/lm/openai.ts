@@ -3,6 +3,7 @@ import { DEFAULTS } from '../defaults.js';
 import { ConfigurationError, ModelError } from '../errors.js';
 import { ResponseWatch, WATCH_KEY, watchedFetch } from './response-watch.js';
 import { retryAfterMs, retryDelayMs, sleep } from './retry.js';
+import { readServerSentEvents } from './server-sent-events.js';
 import type { ChatRequest, ChatResponse, LanguageModel, ToolCall } from './types.js';
 
 export interface OpenAIModelOptions {
@@ -12,9 +13,19 @@ export interface OpenAIModelOptions {
   apiKey?: string;
   /** Time one attempt may take, from the request to the last byte of the response, in ms. @default 600000 */
   timeoutMs?: number;
-  /** Longest silence in a response (no bytes), in ms; the attempt is then cut and retried. @default 120000 */
+  /**
+   * Longest silence (no bytes), in ms, from the moment the request is sent: waiting for the
+   * headers counts, and so does every gap in the body or stream; the attempt is then cut and
+   * retried. A JSON (non-streaming) reply arrives only once the model has written all of it, so a
+   * model slower than this to produce a whole reply needs a larger value, or `stream: true`.
+   * @default 120000
+   */
   idleTimeoutMs?: number;
-  /** Retries on 408, 409, 429, 5xx, timeouts and cut streams, honouring retry-after. @default 3 */
+  /**
+   * Retries of transient failures: connection errors, 408, 409, 429, 5xx, cut or stalled replies,
+   * bodies and SSE lines that are not valid JSON, a 200 carrying an error that is not a client
+   * error, and empty `choices`; honouring retry-after. @default 3
+   */
   maxRetries?: number;
   /** Longest wait before a retry, in ms. @default 60000 */
   maxRetryDelayMs?: number;
@@ -96,10 +107,15 @@ export class OpenAIModel implements LanguageModel {
     }
   }
 
-  /** One HTTP request, watched from start to the last byte. */
+  /**
+   * One HTTP request, watched from start to the last byte. The client sends the request and turns
+   * error statuses into APIErrors; rlm reads the body itself, to tell a malformed reply from a cut
+   * one and a clean end from a cut stream, and so that nothing is printed to the user's stderr
+   * (the client logs an SSE line it cannot parse with console.error).
+   */
   private async attempt(request: ChatRequest): Promise<ChatResponse> {
     const { stream, extraBody, totalMs, idleMs } = this.settings;
-    const watch = new ResponseWatch({ totalMs, idleMs, streaming: stream }, request.signal);
+    const watch = new ResponseWatch({ totalMs, idleMs }, request.signal);
     const { signal } = watch;
     const options = { signal, fetchOptions: { [WATCH_KEY]: watch } as OpenAI.RequestOptions['fetchOptions'] };
     const body = {
@@ -112,9 +128,12 @@ export class OpenAIModel implements LanguageModel {
     };
     try {
       const client = await this.openClient();
-      if (!stream) return fromCompletion(await client.chat.completions.create({ ...body, stream: false }, options));
-      const chunks = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, options);
-      return await fromStream(chunks, watch);
+      if (!stream) {
+        const response = await client.chat.completions.create({ ...body, stream: false }, options).asResponse();
+        return fromCompletion(parseReplyJson(await response.text()));
+      }
+      const response = await client.chat.completions.create({ ...body, stream: true, stream_options: { include_usage: true } }, options).asResponse();
+      return await fromStream(response.body, watch);
     } catch (error) {
       throw watch.failure ?? (isTransportFailure(error) ? transportFailure(error, watch.headersReceived, this.baseURL) : error);
     } finally {
@@ -152,64 +171,116 @@ function rootCause(error: unknown): { code: string | undefined; message: string 
   return { code, message };
 }
 
-/** A JSON completion, checked: a 200 may still carry an error, no choices, or nothing at all. */
-function fromCompletion(completion: OpenAI.Chat.ChatCompletion): ChatResponse {
-  const served = completion as Partial<OpenAI.Chat.ChatCompletion> & { error?: { message?: unknown } };
-  if (!Array.isArray(served.choices)) {
-    const message = typeof served.error?.message === 'string' ? served.error.message : 'the reply has no "choices"';
-    throw new ModelError(`The model server answered with an error: ${message}`, undefined);
+/**
+ * A reply body that is not JSON (a proxy's HTML error page, a body cut at a clean close) is a
+ * transient failure of the server, not an answer and not a network fault.
+ */
+function parseReplyJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    const start = text.length > 60 ? `${text.slice(0, 60)}...` : text;
+    throw new ModelError(`Model request failed: the reply was not valid JSON (it begins: ${JSON.stringify(start)}).`, undefined, { retriable: true });
   }
-  const choice = served.choices[0];
-  if (!choice) throw new ModelError('The model server returned no choices.', undefined);
+}
+
+/** A JSON completion, checked: a 200 may still carry an error, no choices, or nothing at all. */
+function fromCompletion(served: unknown): ChatResponse {
+  const completion = (served ?? {}) as Partial<OpenAI.Chat.ChatCompletion> & { error?: unknown };
+  if (completion.error !== undefined && completion.error !== null) throw servedError(completion.error);
+  if (!Array.isArray(completion.choices)) throw new ModelError('The model server answered with an error: the reply has no "choices"', undefined, { retriable: true });
+  const choice = completion.choices[0];
+  if (!choice) throw noChoices();
   const toolCalls: ToolCall[] = (choice.message?.tool_calls ?? []).flatMap((call) =>
     call.type === 'function' ? [{ id: call.id, name: call.function.name, arguments: call.function.arguments ?? '' }] : [],
   );
   return checkedReply({
     content: choice.message?.content ?? null,
     toolCalls,
-    usage: { inputTokens: served.usage?.prompt_tokens ?? 0, outputTokens: served.usage?.completion_tokens ?? 0 },
+    usage: { inputTokens: completion.usage?.prompt_tokens ?? 0, outputTokens: completion.usage?.completion_tokens ?? 0 },
     finishReason: choice.finish_reason ?? null,
   });
 }
 
+/** Proxies answer `choices: []` when an upstream call failed behind them: worth another try. */
+function noChoices(): ModelError {
+  return new ModelError('The model server returned no choices.', undefined, { retriable: true });
+}
+
+/** Error types and codes that say the request itself is wrong: sending it again cannot help. */
+const CLIENT_ERROR = /invalid|authenticat|unauthori[sz]ed|permission|forbidden|not_found|content_(filter|policy)|context_length|unprocessable|bad_request/i;
+
 /**
- * Assembles a streamed reply. Usage-only chunks (no `choices`) are skipped; a stream that ends
- * without a finish reason or the `[DONE]` marker was cut, and is retried rather than taken as a
- * complete answer.
+ * An error object in a 200 body or in an SSE event. Gateways (OpenRouter, LiteLLM) report an
+ * upstream's overload or failure this way, so it is retried, unless its type or code names a
+ * client error (`invalid_request_error`, a numeric code 400, ...).
  */
-async function fromStream(stream: AsyncIterable<OpenAI.Chat.ChatCompletionChunk>, watch: ResponseWatch): Promise<ChatResponse> {
-  let content: string | null = null;
-  let finishReason: string | null = null;
-  const usage = { inputTokens: 0, outputTokens: 0 };
-  const calls: ToolCall[] = [];
-  for await (const chunk of stream) {
-    if (chunk.usage) {
-      usage.inputTokens = chunk.usage.prompt_tokens ?? 0;
-      usage.outputTokens = chunk.usage.completion_tokens ?? 0;
+function servedError(error: unknown): ModelError {
+  const fields = (typeof error === 'object' && error !== null ? error : { message: error }) as { message?: unknown; type?: unknown; code?: unknown; status?: unknown };
+  const message = typeof fields.message === 'string' && fields.message ? fields.message : JSON.stringify(error);
+  const numeric = [fields.code, fields.status].map(Number).find((value) => Number.isInteger(value) && value >= 400 && value < 600);
+  const names = [fields.type, fields.code].filter((value) => typeof value === 'string').join(' ');
+  const retriable = numeric !== undefined ? RETRIABLE_STATUS(numeric) : !CLIENT_ERROR.test(names);
+  return new ModelError(`The model server answered with an error: ${message}`, numeric, { retriable });
+}
+
+/** Where a streamed reply is assembled, chunk by chunk. */
+interface StreamedReply {
+  content: string | null;
+  finishReason: string | null;
+  usage: { inputTokens: number; outputTokens: number };
+  calls: ToolCall[];
+}
+
+/**
+ * Assembles a streamed reply. Usage-only chunks (no `choices`) are skipped. A stream that ends
+ * without a finish reason (and without the `[DONE]` marker) was cut, and is retried rather than
+ * taken as a complete answer; one that delivered its finish reason and then closed cleanly is
+ * complete, `[DONE]` or not (the official client accepts it, and some servers omit the marker).
+ */
+async function fromStream(body: ReadableStream<Uint8Array> | null, watch: ResponseWatch): Promise<ChatResponse> {
+  const reply: StreamedReply = { content: null, finishReason: null, usage: { inputTokens: 0, outputTokens: 0 }, calls: [] };
+  let sawDone = false;
+  for await (const data of body ? readServerSentEvents(body, () => watch.touch()) : []) {
+    if (data.startsWith('[DONE]')) {
+      sawDone = true;
+      break;
     }
-    const choice = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
-    if (!choice) continue;
-    if (choice.delta?.content) content = (content ?? '') + choice.delta.content;
-    // Tool calls arrive in pieces keyed by index: the first piece has id and name, later ones
-    // append to the arguments.
-    for (const piece of choice.delta?.tool_calls ?? []) {
-      const call = (calls[piece.index] ??= { id: '', name: '', arguments: '' });
-      if (piece.id) call.id = piece.id;
-      if (piece.function?.name) call.name += piece.function.name;
-      if (piece.function?.arguments) call.arguments += piece.function.arguments;
-    }
-    if (choice.finish_reason) finishReason = choice.finish_reason;
+    addChunk(reply, parseReplyJson(data) as OpenAI.Chat.ChatCompletionChunk & { error?: unknown });
   }
-  if (!watch.sawDone) {
-    const missing = finishReason ? 'the [DONE] marker' : 'a finish reason or the [DONE] marker';
-    throw new ModelError(`The model's reply stream ended early, without ${missing}.`, undefined, { retriable: true });
+  const { content, finishReason, usage, calls } = reply;
+  if (!sawDone && !finishReason) {
+    throw new ModelError("The model's reply stream ended early, without a finish reason or the [DONE] marker.", undefined, { retriable: true });
   }
-  if (!finishReason && content === null && calls.length === 0) throw new ModelError('The model server returned no choices.', undefined);
+  if (!finishReason && content === null && calls.length === 0) throw noChoices();
   return checkedReply({ content, toolCalls: calls.filter(Boolean), usage, finishReason });
 }
 
-/** An empty reply is never an answer. */
+function addChunk(reply: StreamedReply, chunk: OpenAI.Chat.ChatCompletionChunk & { error?: unknown }): void {
+  if (chunk?.error !== undefined && chunk.error !== null) throw servedError(chunk.error);
+  if (chunk?.usage) {
+    reply.usage.inputTokens = chunk.usage.prompt_tokens ?? 0;
+    reply.usage.outputTokens = chunk.usage.completion_tokens ?? 0;
+  }
+  const choice = Array.isArray(chunk?.choices) ? chunk.choices[0] : undefined;
+  if (!choice) return;
+  if (choice.delta?.content) reply.content = (reply.content ?? '') + choice.delta.content;
+  // Tool calls arrive in pieces keyed by index: the first piece has id and name, later ones
+  // append to the arguments.
+  for (const piece of choice.delta?.tool_calls ?? []) {
+    const call = (reply.calls[piece.index] ??= { id: '', name: '', arguments: '' });
+    if (piece.id) call.id = piece.id;
+    if (piece.function?.name) call.name += piece.function.name;
+    if (piece.function?.arguments) call.arguments += piece.function.arguments;
+  }
+  if (choice.finish_reason) reply.finishReason = choice.finish_reason;
+}
+
+/** An empty reply is never an answer, and a reply the server's content filter stopped is not one either. */
 function checkedReply(response: ChatResponse): ChatResponse {
+  if (response.finishReason === 'content_filter') {
+    throw new ModelError("The model server's content filter withheld the reply (finish reason: content_filter): rephrase the query, or use another model.", undefined);
+  }
   if (response.toolCalls.length === 0 && !response.content?.trim()) {
     throw new ModelError(`The model returned an empty reply (finish reason: ${response.finishReason ?? 'none'}).`, undefined);
   }

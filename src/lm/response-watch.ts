@@ -2,10 +2,13 @@ import { ModelError } from '../errors.js';
 import { formatDuration } from '../format.js';
 
 /**
- * Watches one HTTP attempt from request to the last byte of the response: a total time limit, and
- * an idle limit (no bytes for too long). The `openai` client's own timeout stops once headers
- * arrive, so a body or stream that stalls afterwards would otherwise never end. Aborting `signal`
- * (passed to the client with the request) also ends a body being read.
+ * Watches one HTTP attempt from the moment the request is sent to the last byte of the response:
+ * a total time limit, and an idle limit (no bytes for too long). The idle clock starts with the
+ * request, so a server that accepts the connection and never answers is cut after the idle
+ * timeout, not after the whole request timeout; it starts over at the headers and at every chunk
+ * the reader reports. The `openai` client's own timeout stops once headers arrive, so a body or
+ * stream that stalls afterwards would otherwise never end. Aborting `signal` (passed to the client
+ * with the request) also ends a body being read.
  */
 export class ResponseWatch {
   private readonly controller = new AbortController();
@@ -13,14 +16,11 @@ export class ResponseWatch {
   private idleTimer: NodeJS.Timeout | undefined;
   /** Set when the watch stopped the attempt: why, as a retriable ModelError. */
   failure: ModelError | undefined;
-  /** Whether the body contained the SSE end marker `data: [DONE]`. */
-  sawDone = false;
   /** Whether the server answered at all (a failure after this is a reply cut short). */
   headersReceived = false;
-  private tail = '';
 
   constructor(
-    private readonly limits: { totalMs: number; idleMs: number; streaming: boolean },
+    private readonly limits: { totalMs: number; idleMs: number },
     /** The caller's signal: aborting it aborts the attempt too (one signal instead of AbortSignal.any per call). */
     caller?: AbortSignal,
   ) {
@@ -28,9 +28,7 @@ export class ResponseWatch {
     else caller?.addEventListener('abort', () => this.controller.abort(caller.reason), { once: true, signal: this.controller.signal });
     this.totalTimer = setTimeout(() => this.stop(`no complete response within ${formatDuration(limits.totalMs)} (the request timeout)`), limits.totalMs);
     this.totalTimer.unref();
-    // A non-streaming server may rightly say nothing until its whole answer is ready; a streaming
-    // one sends headers and tokens as it goes, so silence from the start already counts.
-    if (limits.streaming) this.touch();
+    this.touch();
   }
 
   get signal(): AbortSignal {
@@ -40,19 +38,8 @@ export class ResponseWatch {
   /** Bytes (or headers) arrived: the idle clock starts over. */
   touch(): void {
     clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.stop(`the response stalled: no data for ${formatDuration(this.limits.idleMs)} (the idle timeout)`), this.limits.idleMs);
+    this.idleTimer = setTimeout(() => this.stop(this.idleReason()), this.limits.idleMs);
     this.idleTimer.unref();
-  }
-
-  get streaming(): boolean {
-    return this.limits.streaming;
-  }
-
-  /** Looks for the end marker across chunk boundaries. */
-  observe(text: string): void {
-    const window = this.tail + text;
-    if (window.includes('[DONE]')) this.sawDone = true;
-    this.tail = window.slice(-6);
   }
 
   dispose(): void {
@@ -60,6 +47,11 @@ export class ResponseWatch {
     clearTimeout(this.idleTimer);
     // Also drops the listener on the caller's signal (registered with this controller's signal).
     if (!this.controller.signal.aborted) this.controller.abort(new Error('the attempt has ended'));
+  }
+
+  private idleReason(): string {
+    const limit = `${formatDuration(this.limits.idleMs)} (the idle timeout)`;
+    return this.headersReceived ? `the response stalled: no data for ${limit}` : `the server did not answer: no response headers within ${limit}`;
   }
 
   private stop(reason: string): void {
@@ -73,27 +65,18 @@ export class ResponseWatch {
 export const WATCH_KEY = 'rlmResponseWatch';
 
 /**
- * A fetch for the `openai` client that reports headers and every chunk of the body to the
- * request's ResponseWatch (found in its init under WATCH_KEY).
+ * A fetch for the `openai` client that reports the headers to the request's ResponseWatch (found
+ * in its init under WATCH_KEY). The body is read by rlm itself (see openai.ts), which reports
+ * each chunk of a stream; a JSON reply is one small body, ended by the idle clock started at its
+ * headers if it stalls, without piping every chunk through a stream of our own (that costs each
+ * call ~0.3 ms).
  */
 export async function watchedFetch(url: string | URL | Request, init?: RequestInit): Promise<Response> {
   const watch = (init as Record<string, unknown> | undefined)?.[WATCH_KEY] as ResponseWatch | undefined;
   const response = await fetch(url, init);
-  if (!watch || !response.body) return response;
-  watch.headersReceived = true;
-  watch.touch();
-  // A JSON reply is one small body: the idle clock started at its headers ends it if it stalls,
-  // without piping every chunk through a stream of our own (that costs each call ~0.3 ms).
-  if (!watch.streaming) return response;
-  const decoder = new TextDecoder();
-  const body = response.body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        watch.touch();
-        watch.observe(decoder.decode(chunk, { stream: true }));
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  if (watch) {
+    watch.headersReceived = true;
+    watch.touch();
+  }
+  return response;
 }

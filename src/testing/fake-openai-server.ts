@@ -14,16 +14,27 @@ export type FakeReply =
       delayMs?: number;
     }
   | { status: number; headers?: Record<string, string>; error?: { message: string; type?: string; code?: string } }
-  | { fault: FakeFault; content?: string; delayMs?: number };
+  | {
+      fault: FakeFault;
+      content?: string;
+      delayMs?: number;
+      /** For `error-body`: the error object sent (default: a `server_error` whose message is `content`). */
+      error?: { message: string; type?: string; code?: string | number };
+    };
 
 /**
  * Ways a misbehaving server answers, in JSON or SSE as the request asks:
- * - `stream-cut`: part of the reply, then the connection closes (no finish reason, no [DONE]);
+ * - `stream-cut`: part of the reply, then the connection closes (no finish reason, no [DONE]; in
+ *   JSON: half of the body);
  * - `stream-cut-mid-event`: the connection closes in the middle of an SSE event;
- * - `stream-no-done`: a complete reply with its finish reason, but no [DONE];
+ * - `stream-closed-early`: part of the reply, then a clean close (no finish reason, no [DONE]);
+ * - `stream-no-done`: a complete reply with its finish reason, then a clean close without [DONE];
  * - `empty-choices`: `choices: []` (in SSE: every chunk);
  * - `no-choices`: a 200 JSON body without `choices`;
- * - `error-body`: a 200 JSON body `{ error: { message } }` (the message is `content`);
+ * - `error-body`: a 200 JSON body `{ error: { message } }` (the message is `content`; in SSE: an
+ *   event carrying that error object, as gateways send one mid-stream);
+ * - `malformed-json`: a 200 JSON body cut short at a clean close (in SSE: one garbled data line
+ *   among good ones);
  * - `null-content`: `content: null` and no tool calls;
  * - `usage-chunks`: a normal reply with extra SSE chunks that have no `choices` field;
  * - `stall-after-headers`: headers, then nothing until the client gives up;
@@ -33,10 +44,12 @@ export type FakeReply =
 export type FakeFault =
   | 'stream-cut'
   | 'stream-cut-mid-event'
+  | 'stream-closed-early'
   | 'stream-no-done'
   | 'empty-choices'
   | 'no-choices'
   | 'error-body'
+  | 'malformed-json'
   | 'null-content'
   | 'usage-chunks'
   | 'stall-after-headers'
@@ -66,13 +79,42 @@ export interface FakeOpenAIServerOptions {
    * @default false
    */
   requireAlternation?: boolean;
+  /**
+   * Share of chat completion requests (0 to 1) answered with a fault drawn from `faults` instead of
+   * their reply. The fault is drawn before the scripted reply is used, and a faulted request does
+   * not use one up. @default 0
+   */
+  faultRate?: number;
+  /** The faults drawn from, each as likely. @default DEFAULT_FAULT_MIX */
+  faults?: FakeReply[];
+  /** Seed of the draws: the same seed and the same requests give the same faults. @default 1 */
+  seed?: number;
 }
+
+/**
+ * An assortment of what real servers and proxies answer now and then: 500, 429 with retry-after 0,
+ * a dropped connection, a malformed body, a cut reply, a reply that stalls after its headers, no
+ * answer at all, a 200 carrying an error, and a 200 without choices.
+ */
+export const DEFAULT_FAULT_MIX: readonly FakeReply[] = [
+  { status: 500, error: { message: 'internal error', type: 'server_error' } },
+  { status: 429, headers: { 'retry-after': '0' }, error: { message: 'rate limited', type: 'rate_limit_error' } },
+  { fault: 'drop' },
+  { fault: 'malformed-json' },
+  { fault: 'stream-cut' },
+  { fault: 'stall-after-headers' },
+  { fault: 'silent' },
+  { fault: 'error-body' },
+  { fault: 'empty-choices' },
+];
 
 export interface FakeOpenAIServer {
   /** Base URL for clients, e.g. `http://127.0.0.1:41234/v1`. */
   baseURL: string;
-  /** Every chat completion request received, in order. */
+  /** Every chat completion request received, in order (faulted ones included). */
   requests: FakeRequest[];
+  /** Faults drawn by `faultRate`, counted by kind (`fault` name, or `status 500`, ...). */
+  faultsInjected: Record<string, number>;
   close(): Promise<void>;
 }
 
@@ -85,6 +127,8 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
   const requests: FakeRequest[] = [];
   const queue = [...(options.replies ?? [])];
   let counter = 0;
+  const faultsInjected: Record<string, number> = {};
+  const drawFault = faultDrawer(options, faultsInjected);
 
   const server = createServer((incoming, outgoing) => {
     void handle(incoming, outgoing).catch((error: unknown) => {
@@ -114,7 +158,7 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
       sendJson(outgoing, 400, { error: { message, type: 'BadRequestError', code: 400 } });
       return;
     }
-    const reply = queue.length > 0 ? queue.shift()! : options.reply ? await options.reply(request, index) : undefined;
+    const reply = drawFault() ?? (queue.length > 0 ? queue.shift()! : options.reply ? await options.reply(request, index) : undefined);
     const delay = (options.latencyMs ?? 0) + (typeof reply === 'object' && 'delayMs' in reply ? (reply.delayMs ?? 0) : 0);
     if (delay > 0) await sleepUnlessClosed(delay, outgoing);
     if (outgoing.destroyed) return;
@@ -133,11 +177,40 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    faultsInjected,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** Draws, per request, whether it fails and how; counts what it drew. */
+function faultDrawer(options: FakeOpenAIServerOptions, counts: Record<string, number>): () => FakeReply | undefined {
+  const rate = options.faultRate ?? 0;
+  const faults = options.faults ?? DEFAULT_FAULT_MIX;
+  if (!(rate >= 0 && rate <= 1)) throw new RangeError(`faultRate must be between 0 and 1, got ${rate}`);
+  if (rate > 0 && faults.length === 0) throw new RangeError('faults must name at least one fault when faultRate is above 0');
+  const random = seededRandom(options.seed ?? 1);
+  return () => {
+    if (rate === 0 || random() >= rate) return undefined;
+    const fault = faults[Math.floor(random() * faults.length)]!;
+    const kind = typeof fault === 'object' && 'fault' in fault ? fault.fault : typeof fault === 'object' && 'status' in fault ? `status ${fault.status}` : 'reply';
+    counts[kind] = (counts[kind] ?? 0) + 1;
+    return fault;
+  };
+}
+
+/** mulberry32: a small, fast generator whose sequence a seed fixes. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
   };
 }
 
@@ -225,9 +298,9 @@ function streamAnswer(outgoing: ServerResponse, answer: Answer, model: string, i
   outgoing.end('data: [DONE]\n\n');
 }
 
-function answerWithFault(outgoing: ServerResponse, reply: { fault: FakeFault; content?: string }, model: string, streaming: boolean, counter: number) {
+function answerWithFault(outgoing: ServerResponse, reply: Extract<FakeReply, { fault: FakeFault }>, model: string, streaming: boolean, counter: number) {
   const answer = normalize({ content: reply.content ?? 'partial answer' }, counter);
-  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => chunkOf(answer, model, delta, finishReason);
+  const servedError = reply.error ?? { message: reply.content ?? 'the model is overloaded', type: 'server_error' };
   switch (reply.fault) {
     case 'drop':
       outgoing.destroy();
@@ -240,17 +313,29 @@ function answerWithFault(outgoing: ServerResponse, reply: { fault: FakeFault; co
       return;
     case 'no-choices':
       return sendJson(outgoing, 200, { id: answer.id, object: 'chat.completion', model, usage: answer.usage });
-    case 'error-body':
-      return sendJson(outgoing, 200, { error: { message: reply.content ?? 'the model is overloaded', type: 'server_error' } });
   }
-  if (!streaming) {
-    const body = completion(answer, model);
-    if (reply.fault === 'empty-choices') body.choices = [];
-    if (reply.fault === 'null-content') body.choices[0]!.message.content = null;
-    return sendJson(outgoing, 200, body);
-  }
-  const send = startStream(outgoing);
+  if (streaming) return streamFault(outgoing, reply.fault, answer, model, servedError);
+  const body = completion(answer, model);
+  const text = JSON.stringify(body);
   switch (reply.fault) {
+    case 'error-body':
+      return sendJson(outgoing, 200, { error: servedError });
+    case 'malformed-json':
+      return sendText(outgoing, 200, text.slice(0, Math.ceil(text.length / 2)));
+    case 'stream-cut':
+      outgoing.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+      outgoing.write(text.slice(0, Math.ceil(text.length / 2)));
+      return cutOnceSent(outgoing);
+  }
+  if (reply.fault === 'empty-choices') body.choices = [];
+  if (reply.fault === 'null-content') body.choices[0]!.message.content = null;
+  return sendJson(outgoing, 200, body);
+}
+
+function streamFault(outgoing: ServerResponse, fault: FakeFault, answer: Answer, model: string, servedError: object) {
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) => chunkOf(answer, model, delta, finishReason);
+  const send = startStream(outgoing);
+  switch (fault) {
     case 'stream-cut':
       send(chunk({ role: 'assistant', content: '' }));
       send(chunk({ content: answer.content!.slice(0, Math.ceil(answer.content!.length / 2)) }));
@@ -259,6 +344,10 @@ function answerWithFault(outgoing: ServerResponse, reply: { fault: FakeFault; co
       send(chunk({ role: 'assistant', content: '' }));
       outgoing.write(`data: ${JSON.stringify(chunk({ content: answer.content })).slice(0, 20)}`);
       return cutOnceSent(outgoing);
+    case 'stream-closed-early':
+      send(chunk({ role: 'assistant', content: '' }));
+      send(chunk({ content: answer.content!.slice(0, Math.ceil(answer.content!.length / 2)) }));
+      return void outgoing.end();
     case 'stream-no-done':
       send(chunk({ content: answer.content }));
       send(chunk({}, 'stop'));
@@ -268,6 +357,15 @@ function answerWithFault(outgoing: ServerResponse, reply: { fault: FakeFault; co
       return void outgoing.end('data: [DONE]\n\n');
     case 'null-content':
       send(chunk({ role: 'assistant' }));
+      send(chunk({}, 'stop'));
+      return void outgoing.end('data: [DONE]\n\n');
+    case 'error-body':
+      send(chunk({ role: 'assistant', content: '' }));
+      send({ error: servedError });
+      return void outgoing.end('data: [DONE]\n\n');
+    case 'malformed-json':
+      send(chunk({ role: 'assistant', content: '' }));
+      outgoing.write(`data: ${JSON.stringify(chunk({ content: answer.content })).slice(0, 25)}\n\n`);
       send(chunk({}, 'stop'));
       return void outgoing.end('data: [DONE]\n\n');
     case 'usage-chunks': {
@@ -292,7 +390,11 @@ function splitInThree(text: string): string[] {
 }
 
 function sendJson(outgoing: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  const text = JSON.stringify(body);
+  sendText(outgoing, status, JSON.stringify(body), headers);
+}
+
+/** A body sent as JSON, whatever it holds (a fault may send a broken one). */
+function sendText(outgoing: ServerResponse, status: number, text: string, headers: Record<string, string> = {}) {
   outgoing.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   outgoing.end(text);
 }

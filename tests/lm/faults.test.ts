@@ -1,4 +1,8 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/paths.js';
 import { ModelError, OpenAIModel } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply } from '../../src/testing.js';
 import { rejectionOf } from '../rejection.js';
@@ -17,6 +21,7 @@ async function modelFacing(replies: FakeReply[], options: { stream: boolean; max
   return { server, ask: (signal?: AbortSignal) => model.chat({ model: 'm', messages: [{ role: 'user', content: 'q' }], ...(signal && { signal }) }) };
 }
 
+const execFileAsync = promisify(execFile);
 const failure = (promise: Promise<unknown>) => rejectionOf(promise, ModelError);
 
 describe.each([false, true])('replies that are not answers (stream: %s)', (stream) => {
@@ -98,16 +103,118 @@ describe('streams that end early (SSE)', () => {
     expect((await ask()).content).toBe('whole');
   });
 
-  it('takes a stream without [DONE] as cut', async () => {
-    const { server, ask } = await modelFacing([{ fault: 'stream-no-done' }, 'whole'], { stream: true });
+  // A finish reason followed by a clean close is a whole reply, as the official client takes it.
+  it('takes a stream that gave its finish reason and closed cleanly without [DONE] as complete', async () => {
+    const { server, ask } = await modelFacing([{ fault: 'stream-no-done', content: 'all of it' }, 'not needed'], { stream: true });
+    expect((await ask()).content).toBe('all of it');
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('takes a stream that closed cleanly before its finish reason as cut, and retries it', async () => {
+    const { server, ask } = await modelFacing([{ fault: 'stream-closed-early', content: 'half of this' }, 'whole'], { stream: true });
     expect((await ask()).content).toBe('whole');
     expect(server.requests).toHaveLength(2);
   });
 
-  it('skips chunks that carry only usage', async () => {
-    const { ask } = await modelFacing([{ fault: 'usage-chunks', content: 'the answer' }], { stream: true, maxRetries: 0 });
-    const reply = await ask();
-    expect(reply.content).toBe('the answer');
-    expect(reply.usage.inputTokens).toBeGreaterThan(0);
+  it('says a stream closed before its finish reason ended early', async () => {
+    const { ask } = await modelFacing([{ fault: 'stream-closed-early' }], { stream: true, maxRetries: 0 });
+    expect((await failure(ask())).message).toBe("The model's reply stream ended early, without a finish reason or the [DONE] marker.");
+  });
+
+  // The openai client logs a line it cannot parse with console.error (through a logger it caches
+  // on first use, so only a fresh process shows it): rlm reads the stream itself.
+  it('prints nothing of a malformed SSE line on stderr', async () => {
+    const script = `
+      const { OpenAIModel } = await import(${JSON.stringify(join(packageRoot(), 'dist', 'index.js'))});
+      const { startFakeOpenAIServer } = await import(${JSON.stringify(join(packageRoot(), 'dist', 'testing.js'))});
+      const server = await startFakeOpenAIServer({ replies: [{ fault: 'malformed-json' }, 'whole'] });
+      const model = new OpenAIModel({ baseURL: server.baseURL, stream: true, maxRetryDelayMs: 1 });
+      console.log((await model.chat({ model: 'm', messages: [{ role: 'user', content: 'q' }] })).content);
+      await server.close();
+    `;
+    const { stdout, stderr } = await execFileAsync(process.execPath, ['--input-type=module', '-e', script]);
+    expect(stdout).toBe('whole\n');
+    expect(stderr).toBe('');
+  });
+});
+
+describe.each([false, true])('transient failures are retried (stream: %s)', (stream) => {
+  it.each<[string, FakeReply]>([
+    ['a 200 carrying a server error', { fault: 'error-body', content: 'upstream overloaded' }],
+    ['a 200 with empty choices', { fault: 'empty-choices' }],
+    ['a malformed body', { fault: 'malformed-json' }],
+    ['a reply cut in transit', { fault: 'stream-cut' }],
+    ['a 200 error whose type is not a client error', { fault: 'error-body', error: { message: 'busy', type: 'overloaded_error', code: 'upstream_timeout' } }],
+    ['a 200 error with a numeric code 503', { fault: 'error-body', error: { message: 'busy', code: 503 } }],
+  ])('retries %s, and answers', async (_name, fault) => {
+    const { server, ask } = await modelFacing([fault, 'the answer'], { stream });
+    expect((await ask()).content).toBe('the answer');
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('says a malformed body was not valid JSON, not that the connection closed', async () => {
+    const { ask } = await modelFacing([{ fault: 'malformed-json' }, { fault: 'malformed-json' }], { stream, maxRetries: 1 });
+    expect((await failure(ask())).message).toMatch(/^Model request failed after 2 attempts: the reply was not valid JSON \(it begins: "\{/);
+  });
+
+  // A server that accepts the connection and never answers used to hold each attempt for the whole
+  // request timeout (600 s by default) when the reply was JSON.
+  it('cuts a server that never sends headers after the idle timeout, and retries', async () => {
+    const { server, ask } = await modelFacing([{ fault: 'silent' }, 'answered'], { stream, idleTimeoutMs: 300 });
+    expect((await ask()).content).toBe('answered');
+    expect(server.requests).toHaveLength(2);
+  });
+
+  it('names the idle timeout when no headers ever come', async () => {
+    const { ask } = await modelFacing([{ fault: 'silent' }], { stream, idleTimeoutMs: 300, maxRetries: 0 });
+    expect((await failure(ask())).message).toBe('Model request failed: the server did not answer: no response headers within 300 ms (the idle timeout).');
+  });
+});
+
+describe.each([false, true])('client errors fail at once (stream: %s)', (stream) => {
+  it.each<[string, FakeReply]>([
+    ['an invalid_request_error type', { fault: 'error-body', error: { message: 'messages: required', type: 'invalid_request_error' } }],
+    ['a numeric code 400', { fault: 'error-body', error: { message: 'bad input', code: 400 } }],
+    ['an authentication error', { fault: 'error-body', error: { message: 'bad key', type: 'authentication_error' } }],
+  ])('does not retry a 200 carrying %s', async (_name, fault) => {
+    const { server, ask } = await modelFacing([fault, 'never sent'], { stream });
+    const error = await failure(ask());
+    expect(error.message).toMatch(/^The model server answered with an error: /);
+    expect(error.retriable).toBe(false);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it.each([400, 401, 403, 404, 422])('does not retry HTTP %i', async (status) => {
+    const { server, ask } = await modelFacing([{ status, error: { message: 'no' } }, 'never sent'], { stream });
+    expect((await failure(ask())).status).toBe(status);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('does not retry a reply the content filter stopped, and says so', async () => {
+    const { server, ask } = await modelFacing([{ content: 'The first half', finishReason: 'content_filter' }, 'never sent'], { stream });
+    expect((await failure(ask())).message).toBe(
+      "The model server's content filter withheld the reply (finish reason: content_filter): rephrase the query, or use another model.",
+    );
+    expect(server.requests).toHaveLength(1);
+  });
+});
+
+describe("the fake server's fault rate", () => {
+  it('draws faults per request, the same ones for the same seed, without using up scripted replies', async () => {
+    const draws = async () => {
+      const replies = Array.from({ length: 20 }, (_, index) => `reply ${index}`);
+      const server = await startFakeOpenAIServer({ replies, faultRate: 0.3, seed: 7, faults: [{ status: 500 }, { fault: 'empty-choices' }] });
+      servers.push(server);
+      const model = new OpenAIModel({ baseURL: server.baseURL, maxRetries: 10, maxRetryDelayMs: 1 });
+      const answers: string[] = [];
+      for (let index = 0; index < 20; index++) answers.push((await model.chat({ model: 'm', messages: [{ role: 'user', content: 'q' }] })).content!);
+      return { answers, replies, faults: server.faultsInjected, requests: server.requests.length };
+    };
+    const first = await draws();
+    expect(first.answers).toEqual(first.replies);
+    const injected = Object.values(first.faults).reduce((sum, count) => sum + count, 0);
+    expect(injected).toBeGreaterThan(0);
+    expect(first.requests).toBe(20 + injected);
+    expect((await draws()).faults).toEqual(first.faults);
   });
 });
