@@ -22,7 +22,7 @@ async function rlmAgainst(root: FakeReply[], sub: (prompt: string) => FakeReply,
     },
   });
   servers.push(server);
-  const languageModel = new OpenAIModel({ baseURL: server.baseURL, stream: options.stream, maxRetries: 2, maxRetryDelayMs: 10, idleTimeoutMs: 500 });
+  const languageModel = new OpenAIModel({ baseURL: server.baseURL, stream: options.stream, maxRetries: 2, maxRetryDelayMs: 10, idleTimeoutMs: 2_000 });
   const rlm = new RLM({
     model: 'root',
     subModel: 'sub',

@@ -36,7 +36,7 @@ describe.each([false, true])('replies that are not answers (stream: %s)', (strea
   });
 
   it('cuts a response that stalls after its headers, and retries it', async () => {
-    const { server, ask } = await modelFacing([{ fault: 'stall-after-headers' }, 'recovered'], { stream, idleTimeoutMs: 300 });
+    const { server, ask } = await modelFacing([{ fault: 'stall-after-headers' }, 'recovered'], { stream, idleTimeoutMs: 1_000 });
     const started = Date.now();
     expect((await ask()).content).toBe('recovered');
     expect(Date.now() - started).toBeLessThan(3_000);
@@ -160,14 +160,14 @@ describe.each([false, true])('transient failures are retried (stream: %s)', (str
   // A server that accepts the connection and never answers used to hold each attempt for the whole
   // request timeout (600 s by default) when the reply was JSON.
   it('cuts a server that never sends headers after the idle timeout, and retries', async () => {
-    const { server, ask } = await modelFacing([{ fault: 'silent' }, 'answered'], { stream, idleTimeoutMs: 300 });
+    const { server, ask } = await modelFacing([{ fault: 'silent' }, 'answered'], { stream, idleTimeoutMs: 1_000 });
     expect((await ask()).content).toBe('answered');
     expect(server.requests).toHaveLength(2);
   });
 
   it('names the idle timeout when no headers ever come', async () => {
-    const { ask } = await modelFacing([{ fault: 'silent' }], { stream, idleTimeoutMs: 300, maxRetries: 0 });
-    expect((await failure(ask())).message).toBe('Model request failed: the server did not answer: no response headers within 300 ms (the idle timeout).');
+    const { ask } = await modelFacing([{ fault: 'silent' }], { stream, idleTimeoutMs: 1_000, maxRetries: 0 });
+    expect((await failure(ask())).message).toBe('Model request failed: the server did not answer: no response headers within 1 s (the idle timeout).');
   });
 });
 
