@@ -2,10 +2,10 @@
 // over real HTTP at several concurrency levels. Each completion is an RLM run of two root-model
 // calls around one sandbox block; the baseline makes the same two upstream calls with the bare
 // client in the same run, so what remains is what rlm adds (HTTP facade, engine, sandbox).
-import { readdirSync, readFileSync } from 'node:fs';
 import OpenAI from 'openai';
 import { serve } from '../src/index.js';
 import { startServerProcess } from './fake-server.js';
+import { childPids, rssKb } from './processes.js';
 import { ms, printTable, ratio } from './report.js';
 
 const LATENCY_MS = 20;
@@ -83,28 +83,6 @@ function percentile(values: number[], fraction: number): number {
   return sorted[Math.ceil(fraction * sorted.length) - 1]!;
 }
 
-export function rssKb(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0; // the worker ended between listing and reading
-  }
-}
-
-function sandboxWorkerPids(): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const parent = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return parent === process.pid && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox-worker');
-      } catch {
-        return false;
-      }
-    });
-}
 
 /**
  * Samples resident memory every 50 ms: this process (the server) and its sandbox workers summed.
@@ -113,7 +91,7 @@ function sandboxWorkerPids(): number[] {
 function sampleMemory(): { stop(): { serverMb: number; workersMb: number; workers: number } } {
   const peak = { serverKb: 0, workersKb: 0, workers: 0 };
   const sample = () => {
-    const workers = sandboxWorkerPids();
+    const workers = childPids(process.pid, 'sandbox-worker');
     peak.serverKb = Math.max(peak.serverKb, rssKb(process.pid));
     peak.workersKb = Math.max(peak.workersKb, workers.reduce((sum, pid) => sum + rssKb(pid), 0));
     peak.workers = Math.max(peak.workers, workers.length);

@@ -6,13 +6,12 @@
 // soak with no faults, in the same run, is the baseline.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../src/paths.js';
 import { needleTask, rlmStrategyReply, startFakeOpenAIServer } from '../src/testing.js';
 import { isRunning } from '../tests/processes.js';
 import { printTable } from './report.js';
-import { rssKb } from './server.js';
+import { childPids, rssKb } from './processes.js';
 
 const BIN = join(packageRoot(), 'bin', 'rlm.js');
 const setting = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -115,20 +114,6 @@ async function load(url: string, first: number, total: number, tally: Tally): Pr
   return performance.now() - started;
 }
 
-/** Processes whose parent is `parentPid` (the server's sandbox workers, spares included). */
-function childPids(parentPid: number): number[] {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === parentPid;
-      } catch {
-        return false;
-      }
-    });
-}
 
 async function soak(completions: number, faultRate: number): Promise<Soak> {
   const upstream = await startFakeOpenAIServer({ reply: rlmStrategyReply, faultRate, seed: SEED });
