@@ -16,23 +16,38 @@ import type { FakeServerFlags } from './fake-server-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
 
 
-export function buildProgram(io: CommandIo, setExitCode: (code: number) => void): Command {
+/** Where a command reports its exit code. */
+type SetExitCode = (code: number) => void;
+
+export function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
   const program = new Command('rlm')
     .description("Answer questions about inputs far larger than a model's context window.\nThe model explores the input by writing JavaScript in a sandboxed REPL.")
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
+  for (const addCommand of [addRunCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand]) addCommand(program, io, setExitCode);
+  program.addHelpText(
+    'after',
+    `
+Quick start:
+  $ export OPENAI_API_KEY=sk-...
+  $ rlm run --context big.txt "What is this document about?"
 
+Run "rlm run --help" for every option.`,
+  );
+  return program;
+}
+
+function addRunCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
   const run = program
     .command('run')
     .description('answer a question about one or more context files')
     .argument('[question...]', 'the question to answer (or use --query); unquoted words are joined')
     .option('-c, --context <path|->', 'input file, folder, or - for stdin (repeatable)', collect)
     .addOption(new Option('--format <format>', 'read every context as text, json or jsonl (default: by file extension; stdin by content)').choices(['text', 'json', 'jsonl']))
-    .option('-q, --query <question>', 'the question (instead of the positional argument)')
-    .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULTS.cli.model})`))
-    .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
+    .option('-q, --query <question>', 'the question (instead of the positional argument)');
+  addModelFlags(run);
   addRunOptionFlags(run)
     .option('--json', 'print one JSON object: response, usage (tokens and cost), iterations, durationMs, forced, logPath')
     .option('--quiet', 'no progress output on stderr')
@@ -41,16 +56,18 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
     .action(async (question: string[], flags: RunFlags) => {
       // Every run needs a sandbox worker, which takes about as long to start as the engine takes to
       // load: start it first, so the two overlap.
-      void import('../sandbox/pool.js').then(({ workerPool }) => workerPool.refill());
+      startSandboxWorker();
       const { runCommand } = await import('./run-command.js');
       setExitCode(await runCommand(question, flags, io));
     });
+}
 
+function addServeCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
   const serve = program
     .command('serve')
     .description('serve RLM as an OpenAI-compatible model: POST /v1/chat/completions')
     .option('--host <address>', 'address to listen on (default: 127.0.0.1; others need --auth-token)')
-    .option('--port <n>', 'port to listen on (default: 8431; 0: any free port)', port)
+    .option('--port <n>', `port to listen on (default: ${DEFAULTS.server.port}; 0: any free port)`, port)
     .option('--auth-token <token>', 'clients must send it as a bearer token (default: RLM_AUTH_TOKEN)')
     .option('--max-concurrent-runs <n>', 'chat completions answered at once; more get 429 (default: 32)', number('integer'))
     .option('--max-body-mb <mb>', 'largest request body (default: 256)', number('positive'))
@@ -61,18 +78,19 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
       const { serveCommand } = await import('./serve-command.js');
       setExitCode(await serveCommand(flags, io));
     });
+}
 
-  const mcp = program
-    .command('mcp')
-    .description('serve rlm to assistants as an MCP server over stdio: tool rlm_completion')
-    .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULTS.cli.model})`))
-    .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
+function addMcpCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
+  const mcp = program.command('mcp').description('serve rlm to assistants as an MCP server over stdio: tool rlm_completion');
+  addModelFlags(mcp);
   addRunOptionFlags(mcp).action(async (flags: McpFlags) => {
-    void import('../sandbox/pool.js').then(({ workerPool }) => workerPool.refill());
+    startSandboxWorker();
     const { mcpCommand } = await import('./mcp-command.js');
     setExitCode(await mcpCommand(flags, io, version()));
   });
+}
 
+function addViewCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
   program
     .command('view')
     .description('turn a run log (--log-dir) into one self-contained HTML page')
@@ -86,7 +104,9 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
       const { viewCommand } = await import('./view-command.js');
       setExitCode(await viewCommand(logPath, flags, io));
     });
+}
 
+function addFakeServerCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
   program
     .command('fake-server')
     .description('try rlm offline: a scripted model that explores the context as an RLM does (no model, no key)')
@@ -95,17 +115,17 @@ export function buildProgram(io: CommandIo, setExitCode: (code: number) => void)
       const { fakeServerCommand } = await import('./fake-server-command.js');
       setExitCode(await fakeServerCommand(flags, io));
     });
+}
 
-  program.addHelpText(
-    'after',
-    `
-Quick start:
-  $ export OPENAI_API_KEY=sk-...
-  $ rlm run --context big.txt "What is this document about?"
+/** The flags that name the models, for the commands that start runs of their own. */
+function addModelFlags(command: Command): void {
+  command
+    .addOption(new Option('-m, --model <name>', `root model that writes the code (default: RLM_MODEL or ${DEFAULTS.cli.model})`))
+    .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
+}
 
-Run "rlm run --help" for every option.`,
-  );
-  return program;
+function startSandboxWorker(): void {
+  void import('../sandbox/pool.js').then(({ workerPool }) => workerPool.refill());
 }
 
 /** Runs the CLI and returns its exit code. */

@@ -3,6 +3,8 @@
 // window. stdout carries the protocol, so everything else goes to stderr.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { RLM, RunFailedError, type RLMOptions } from '../index.js';
 import { loadContexts } from './contexts.js';
@@ -49,41 +51,7 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
       inputSchema: completionInput,
       outputSchema: completionOutput,
     },
-    async (args, extra) => {
-      if ('problem' in prepared) return toolError(prepared.problem);
-      const { options, base } = prepared;
-      const context = await contextOf(args.context, args.context_paths, io);
-      const rlm = args.model || args.sub_model ? new RLM(runOptions(options, args.model, args.sub_model)) : base;
-      const progressToken = extra._meta?.progressToken;
-      try {
-        for await (const event of rlm.stream({ context, query: args.query, signal: extra.signal })) {
-          if (event.type === 'iteration-start' && event.depth === 0 && progressToken !== undefined) {
-            await extra.sendNotification({
-              method: 'notifications/progress',
-              params: { progressToken, progress: event.iteration, total: event.maxIterations, message: `iteration ${event.iteration} of ${event.maxIterations}` },
-            });
-          }
-          if (event.type === 'run-end') {
-            const { result } = event;
-            return {
-              content: [{ type: 'text' as const, text: result.response }],
-              structuredContent: {
-                iterations: result.iterations,
-                forced: result.forced,
-                durationMs: Math.round(result.durationMs),
-                usage: result.usage,
-                ...(result.logPath && { logPath: result.logPath }),
-              },
-            };
-          }
-        }
-        throw new Error('the run ended without a result');
-      } catch (error) {
-        const partial = error instanceof RunFailedError ? error.partialAnswer : undefined;
-        const message = error instanceof Error ? error.message : String(error);
-        return toolError(`The run stopped: ${message}${partial ? `\nPartial answer (the best the run had so far):\n${partial}` : ''}`);
-      }
-    },
+    (args, extra) => (('problem' in prepared) ? toolError(prepared.problem) : answerCall({ args, extra, prepared, io })),
   );
   const transport = new StdioServerTransport(process.stdin, process.stdout);
   await server.connect(transport);
@@ -100,6 +68,45 @@ export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string
   await Promise.race([clientGone, stopRequested(io.interrupt)]);
   await server.close();
   return EXIT.ok;
+}
+
+type CompletionArgs = z.infer<z.ZodObject<typeof completionInput>>;
+type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+/** One rlm_completion call: a run, with its iterations as MCP progress, its result as structured content. */
+async function answerCall({ args, extra, prepared, io }: { args: CompletionArgs; extra: CallExtra; prepared: { options: RLMOptions; base: RLM }; io: CommandIo }) {
+  const { options, base } = prepared;
+  const context = await contextOf(args.context, args.context_paths, io);
+  const rlm = args.model || args.sub_model ? new RLM(runOptions(options, args.model, args.sub_model)) : base;
+  const progressToken = extra._meta?.progressToken;
+  try {
+    for await (const event of rlm.stream({ context, query: args.query, signal: extra.signal })) {
+      if (event.type === 'iteration-start' && event.depth === 0 && progressToken !== undefined) {
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken, progress: event.iteration, total: event.maxIterations, message: `iteration ${event.iteration} of ${event.maxIterations}` },
+        });
+      }
+      if (event.type === 'run-end') {
+        const { result } = event;
+        return {
+          content: [{ type: 'text' as const, text: result.response }],
+          structuredContent: {
+            iterations: result.iterations,
+            forced: result.forced,
+            durationMs: Math.round(result.durationMs),
+            usage: result.usage,
+            ...(result.logPath && { logPath: result.logPath }),
+          },
+        };
+      }
+    }
+    throw new Error('the run ended without a result');
+  } catch (error) {
+    const partial = error instanceof RunFailedError ? error.partialAnswer : undefined;
+    const message = error instanceof Error ? error.message : String(error);
+    return toolError(`The run stopped: ${message}${partial ? `\nPartial answer (the best the run had so far):\n${partial}` : ''}`);
+  }
 }
 
 /**

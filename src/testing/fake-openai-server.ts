@@ -125,19 +125,36 @@ export interface FakeOpenAIServer {
  */
 export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {}): Promise<FakeOpenAIServer> {
   const requests: FakeRequest[] = [];
-  const queue = [...(options.replies ?? [])];
-  let counter = 0;
   const faultsInjected: Record<string, number> = {};
-  const drawFault = faultDrawer(options, faultsInjected);
-
+  const handle = requestHandler({ options, requests, drawFault: faultDrawer(options, faultsInjected) });
   const server = createServer((incoming, outgoing) => {
     void handle(incoming, outgoing).catch((error: unknown) => {
       if (!outgoing.headersSent) sendJson(outgoing, 500, { error: { message: String(error), type: 'server_error' } });
       else outgoing.destroy();
     });
   });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseURL: `http://127.0.0.1:${port}/v1`,
+    requests,
+    faultsInjected,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
 
-  async function handle(incoming: IncomingMessage, outgoing: ServerResponse) {
+/** Answers one HTTP request: the model list, or a chat completion from the script (or a fault). */
+function requestHandler({ options, requests, drawFault }: { options: FakeOpenAIServerOptions; requests: FakeRequest[]; drawFault: () => FakeReply | undefined }) {
+  const queue = [...(options.replies ?? [])];
+  let counter = 0;
+  return async function handle(incoming: IncomingMessage, outgoing: ServerResponse) {
     const path = (incoming.url ?? '').split('?')[0]!.replace(/\/+$/, '');
     if (incoming.method === 'GET' && path.endsWith('/models')) {
       const data = (options.models ?? ['fake-model']).map((id) => ({ id, object: 'model', owned_by: 'fake' }));
@@ -167,22 +184,6 @@ export async function startFakeOpenAIServer(options: FakeOpenAIServerOptions = {
       return;
     }
     answer(outgoing, reply, body, ++counter);
-  }
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    baseURL: `http://127.0.0.1:${port}/v1`,
-    requests,
-    faultsInjected,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
   };
 }
 
