@@ -35,9 +35,9 @@ export interface ExecuteResult {
 export type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'unresponsive' | 'resident-memory' | 'report-timeout' | 'report-failed';
 
 /** The worker's reply to a block it ran to some end. */
-export type ExecutedReply = Extract<WorkerEvent, { type: 'executed' }>;
+type ExecutedReply = Extract<WorkerEvent, { type: 'executed' }>;
 
-export interface BlockResultOptions {
+interface BlockResultOptions {
   durationMs: number;
   limits: Pick<SandboxLimits, 'memoryLimitMb' | 'blockTimeoutMs' | 'outputLimitChars'>;
 }

@@ -9,7 +9,7 @@ import type { SandboxLimits } from './sandbox-limits.js';
 import type { HostCallHandler } from './serve-host-call.js';
 import { WorkerExitError, type WorkerProcess } from './worker-process.js';
 
-export interface BlockRunnerOptions<Scope> {
+interface BlockRunnerOptions<Scope> {
   limits: SandboxLimits;
   onHostCall: HostCallHandler<Scope> | undefined;
   onBlockWaiting: BlockWaitingHandler<Scope> | undefined;
@@ -17,7 +17,7 @@ export interface BlockRunnerOptions<Scope> {
   discardWorker: () => void;
 }
 
-export interface RunOptions<Scope> {
+interface RunOptions<Scope> {
   signal?: AbortSignal | undefined;
   scope?: Scope | undefined;
   /** Contexts loaded into the worker, in MB: they count towards the resident memory it may use. */

@@ -3,7 +3,7 @@ import type { ResetReason } from './block-result.js';
 import { readResidentMemoryMb } from './resident-memory.js';
 import type { WorkerProcess } from './worker-process.js';
 
-export interface BlockWatchdogLimits {
+interface BlockWatchdogLimits {
   /** Wall time the block may run, not counting `hostWaitMs`. */
   timeLimitMs: number;
   rssLimitMb: number;

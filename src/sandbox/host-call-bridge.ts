@@ -10,7 +10,7 @@ import type { HostCallMode, WorkerProcess } from './worker-process.js';
  */
 export type BlockWaitingHandler<Scope = unknown> = (context: { scope: Scope | undefined; pendingCalls: number }) => void;
 
-export interface HostCallBridgeOptions<Scope> {
+interface HostCallBridgeOptions<Scope> {
   worker: WorkerProcess;
   /** What the block's calls are served with. */
   scope: Scope | undefined;

@@ -8,7 +8,7 @@ import { workerPool } from './pool.js';
 import type { SandboxLimits } from './sandbox-limits.js';
 import { WorkerExitError, type CommandWithoutId, type WorkerProcess } from './worker-process.js';
 
-export interface WorkerReplayOptions {
+interface WorkerReplayOptions {
   limits: SandboxLimits;
   /** Runs setup code in `worker` as a block, on first use and again in every fresh worker. */
   runSetup: (worker: WorkerProcess, code: string) => Promise<ExecuteResult>;
