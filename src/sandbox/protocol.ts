@@ -83,6 +83,19 @@ export type WorkerEvent =
       calls: number[];
     };
 
+/**
+ * Reads a payload the isolate wrote as JSON text. Model code shapes it, so text that does not parse
+ * reads as undefined, which every schema below refuses.
+ */
+export function parseJsonText(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 // ---- what the prelude reports about a block (untrusted: produced inside the isolate) -----------
 
 export const blockReportSchema = z.object({

@@ -10,7 +10,8 @@ import type { WorkerCommand, WorkerEvent } from './protocol.js';
 type Reply = Exclude<WorkerEvent, { type: 'ready' | 'hostCall' | 'hostCallAsync' | 'waiting' }>;
 /** `async`: model code awaits the call and may make more meanwhile (see the `waiting` event). */
 export type HostCallMode = 'sync' | 'async';
-type CommandWithoutId = WorkerCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
+/** A command as a caller gives it: `request` numbers it. */
+export type CommandWithoutId = WorkerCommand extends infer C ? (C extends { id: number } ? Omit<C, 'id'> : never) : never;
 
 const STDERR_TAIL_CHARS = 4_000;
 const DOORBELL_RING = Buffer.from([1]);
