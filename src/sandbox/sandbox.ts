@@ -19,7 +19,7 @@ import { WorkerExitError, type HostCallMode, type WorkerProcess } from './worker
  * when the block that made the call ends; `scope` is what the caller passed to `execute` for that
  * block (undefined for setup code and internal blocks).
  */
-export type HostCallHandler = (call: HostCall, context: { signal: AbortSignal; scope: unknown }) => unknown;
+export type HostCallHandler<Scope = unknown> = (call: HostCall, context: { signal: AbortSignal; scope: Scope | undefined }) => unknown;
 
 /**
  * Told that a block cannot go on until one of its asynchronous tool calls (see `setTools`) is
@@ -27,7 +27,7 @@ export type HostCallHandler = (call: HostCall, context: { signal: AbortSignal; s
  * what the caller passed to `execute` for that block. Called while the sandbox reads the worker's
  * messages: return quickly, and do not throw.
  */
-export type BlockWaitingHandler = (context: { scope: unknown; pendingCalls: number }) => void;
+export type BlockWaitingHandler<Scope = unknown> = (context: { scope: Scope | undefined; pendingCalls: number }) => void;
 
 export interface ToolOptions {
   /**
@@ -38,7 +38,7 @@ export interface ToolOptions {
   asyncTools?: string[];
 }
 
-export interface SandboxOptions {
+export interface SandboxOptions<Scope = unknown> {
   /** Heap limit of the isolate in MB; the context counts against it. @default 1024 */
   memoryLimitMb?: number;
   /** Execution time one block may use, not counting time spent waiting for host calls. @default 60000 */
@@ -53,9 +53,9 @@ export interface SandboxOptions {
    */
   rssLimitMb?: number;
   /** Serves `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` and `tool_handler`. */
-  onHostCall?: HostCallHandler;
+  onHostCall?: HostCallHandler<Scope>;
   /** Called each time a block waits for its asynchronous tool calls (see `setTools`). */
-  onBlockWaiting?: BlockWaitingHandler;
+  onBlockWaiting?: BlockWaitingHandler<Scope>;
 }
 
 export interface BlockError {
@@ -109,7 +109,8 @@ type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'unresponsive' | 'resi
 /**
  * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate inside its own
  * worker process. Blocks share variables like notebook cells; `llm_query` and friends look
- * synchronous to the model and reach the host through `onHostCall`.
+ * synchronous to the model and reach the host through `onHostCall`. `Scope` is the type of what
+ * the caller hands to `execute` for each block and gets back in `onHostCall` and `onBlockWaiting`.
  *
  * @example
  * const sandbox = await Sandbox.create({ onHostCall: async (call) => `echo: ${JSON.stringify(call)}` });
@@ -117,7 +118,7 @@ type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'unresponsive' | 'resi
  * const result = await sandbox.execute('const n = context.length; print(n)');
  * await sandbox.dispose();
  */
-export class Sandbox {
+export class Sandbox<Scope = unknown> {
   private worker: WorkerProcess | undefined;
   private readonly globals = new Map<string, unknown>();
   private readonly setupBlocks: string[] = [];
@@ -129,8 +130,8 @@ export class Sandbox {
 
   private constructor(private readonly options: z.output<typeof optionsSchema>) {}
 
-  static async create(options: SandboxOptions = {}): Promise<Sandbox> {
-    const sandbox = new Sandbox(parseOptions(optionsSchema, options, 'Sandbox options'));
+  static async create<Scope = unknown>(options: SandboxOptions<Scope> = {}): Promise<Sandbox<Scope>> {
+    const sandbox = new Sandbox<Scope>(parseOptions(optionsSchema, options, 'Sandbox options'));
     await sandbox.exclusive(() => sandbox.liveWorker());
     return sandbox;
   }
@@ -200,7 +201,7 @@ export class Sandbox {
    * Runs one block of model code. Never throws for errors in the code: they are in the result.
    * `scope` is handed to `onHostCall` with every call the block makes.
    */
-  execute(code: string, options: { signal?: AbortSignal; scope?: unknown } = {}): Promise<ExecuteResult> {
+  execute(code: string, options: { signal?: AbortSignal; scope?: Scope } = {}): Promise<ExecuteResult> {
     return this.exclusive(async () => {
       options.signal?.throwIfAborted();
       return this.runInWorker(await this.liveWorker(), code, options.signal, options.scope);
