@@ -45,9 +45,9 @@ const rlmOptionsSchema = z.object({
   baseURL: z.string().url().optional(),
   /** @default OPENAI_API_KEY */
   apiKey: z.string().optional(),
-  /** Root-model turns before the answer is forced in one more call. @default 30 */
+  /** Root-model turns before the answer is forced in one more call. @default DEFAULTS.engine.maxIterations */
   maxIterations: positive.default(DEFAULTS.engine.maxIterations),
-  /** 1: no recursion (rlm_query acts like llm_query); 2: one level of child RLMs; ... @default 1 */
+  /** 1: no recursion (rlm_query acts like llm_query); 2: one level of child RLMs; ... @default DEFAULTS.engine.maxDepth */
   maxDepth: positive.default(DEFAULTS.engine.maxDepth),
   /** Input plus output tokens over the whole run tree. */
   maxTokens: positive.optional(),
@@ -59,11 +59,11 @@ const rlmOptionsSchema = z.object({
   maxErrors: positive.optional(),
   /** Model calls over the whole run tree. */
   maxLlmCalls: positive.optional(),
-  /** Requests in flight at once per model, over the whole tree. @default 16 */
+  /** Requests in flight at once per model, over the whole tree. @default DEFAULTS.lm.maxConcurrency */
   maxConcurrency: positive.default(DEFAULTS.lm.maxConcurrency),
-  /** Child RLMs running at once per depth. @default 4 */
+  /** Child RLMs running at once per depth. @default DEFAULTS.engine.maxConcurrentChildren */
   maxConcurrentChildren: positive.default(DEFAULTS.engine.maxConcurrentChildren),
-  /** Model calls one tool-calling loop may make. @default 10 */
+  /** Model calls one tool-calling loop may make. @default DEFAULTS.lm.maxToolIterations */
   maxToolIterations: positive.default(DEFAULTS.lm.maxToolIterations),
   /** Tokens the root model can read; sets when conversations are compacted. @default from a table of known models, else 32768 */
   contextWindow: positive.optional(),
@@ -93,9 +93,9 @@ const rlmOptionsSchema = z.object({
   prices: z.record(z.string(), z.object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).optional(),
   /** Write a JSONL trajectory of every run into this folder (checked, and created, when the RLM is built). */
   logDir: z.string().min(1).optional(),
-  /** Time one model request may take, from the request to the last byte of the reply, in ms (OpenAI-compatible models). @default 600000 */
+  /** Time one model request may take, from the request to the last byte of the reply, in ms (OpenAI-compatible models). @default DEFAULTS.lm.requestTimeoutMs */
   requestTimeoutMs: positive.optional(),
-  /** Longest silence in a model's reply (no bytes), in ms, before the request is cut and retried. @default 120000 */
+  /** Longest silence in a model's reply (no bytes), in ms, before the request is cut and retried. @default DEFAULTS.lm.idleTimeoutMs */
   idleTimeoutMs: positive.optional(),
   /** Awaited after every root iteration, so a durable step runner can checkpoint each step. */
   onIteration: z.custom<(iteration: IterationRecord, index: number) => unknown>(isFunction, 'expected a function').optional(),
@@ -288,7 +288,7 @@ export class RLM {
 export class RlmSession {
   readonly #turns: { stream(input: CompletionInput): AsyncIterable<RlmEvent>; close(): Promise<void> };
 
-  /** @internal Sessions are made by `RLM.session()`. */
+  /** Sessions are made by `RLM.session()`, which gives them its way to start runs. */
   constructor(turns: { stream(input: CompletionInput): AsyncIterable<RlmEvent>; close(): Promise<void> }) {
     this.#turns = turns;
   }
