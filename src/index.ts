@@ -2,7 +2,7 @@
 
 // The engine
 export { RLM, RlmSession } from './engine/rlm.js';
-export type { CompletionInput, RLMOptions, SetupCode } from './engine/rlm.js';
+export type { CompletionInput, PreparedRLM, RLMOptions, SetupCode } from './engine/rlm.js';
 export type { CallerTools } from './engine/caller-tools.js';
 export type { CodeBlockRecord, IterationRecord, RlmEvent, RlmResult, SubcallRecord, ToolCallRecord } from './engine/events.js';
 export type { UsageSummary, ModelUsage } from './lm/usage.js';

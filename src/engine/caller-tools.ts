@@ -1,4 +1,5 @@
-import type { ToolCall, ToolChoice, ToolSpec } from '../lm/types.js';
+import { unknownToolMessage } from '../lm/tool-arguments.js';
+import { toolCallMessage, type ChatMessage, type ToolCall, type ToolChoice, type ToolSpec } from '../lm/types.js';
 
 /**
  * Tools that belong to whoever started the run (a client of `rlm serve`, an application): the run
@@ -53,4 +54,38 @@ export function callerToolValue(output: string): unknown {
   } catch {
     return output;
   }
+}
+
+/** Ids of caller tool calls, as the caller sees them: unique in the run, whatever ids the upstream model chose. */
+export function callerCallIds(runId: string): () => string {
+  let calls = 0;
+  return () => `call_${runId.slice(0, 8)}_${++calls}`;
+}
+
+export interface RootToolCalls {
+  callerTools: CallerTools;
+  /** The root model's reply that made the calls (its text, if any). */
+  reply: string;
+  calls: ToolCall[];
+  signal: AbortSignal;
+  /** Reports the calls handed back. */
+  onHandBack: (calls: ToolCall[]) => void;
+}
+
+/**
+ * The root model called tools of the caller: hands them back and waits for the results, and returns
+ * the tool-call turn that continues the conversation. Calls to tools the caller does not have are
+ * answered here.
+ */
+export async function handBackRootCalls({ callerTools, reply, calls, signal, onHandBack }: RootToolCalls): Promise<ChatMessage[]> {
+  const known = new Set(callerTools.specs.map((spec) => spec.function.name));
+  const handedBack = calls.filter((call) => known.has(call.name));
+  onHandBack(handedBack);
+  const outputs = handedBack.length > 0 ? await callerTools.call(handedBack, signal) : [];
+  signal.throwIfAborted();
+  const outputById = new Map(handedBack.map((call, index) => [call.id, outputs[index] ?? '']));
+  return [
+    { role: 'assistant', content: reply || null, tool_calls: calls.map(toolCallMessage) },
+    ...calls.map((call): ChatMessage => ({ role: 'tool', tool_call_id: call.id, content: outputById.get(call.id) ?? `Error: ${unknownToolMessage(call.name, known)}` })),
+  ];
 }

@@ -1,18 +1,23 @@
-import type { HostCall } from '../sandbox/protocol.js';
 import type { SubcallRecord } from './events.js';
 import { settleCalls } from './fan-out.js';
-import type { RunEventInput, RunOutcome, RunTree } from './run.js';
-
-type ChildCall = Extract<HostCall, { kind: 'rlm_query' | 'rlm_query_batched' }>;
+import type { ChildCall } from './host-calls.js';
+import type { RunEventInput, RunOutcome, TreeShared } from './run-types.js';
 
 /** What a run lends its children: its place in the tree, and a way to start a child run. */
 export interface ParentRun {
   readonly runId: string;
   readonly depth: number;
   readonly rootModel: string;
-  readonly tree: RunTree;
+  readonly shared: TreeShared;
   emit(event: RunEventInput): void;
   createChild(model: string, signal: AbortSignal): { runId: string; complete(input: { context: unknown; query: undefined }): Promise<RunOutcome> };
+}
+
+/** Who asked for child runs: the parent run, the signal of its block, and where the block's sub-calls are recorded. */
+export interface ChildRunsOrigin {
+  parent: ParentRun;
+  signal: AbortSignal;
+  subcalls: SubcallRecord[];
 }
 
 /**
@@ -20,15 +25,14 @@ export interface ParentRun {
  * deeper. Children wait in a queue per depth, so a parent waiting on its children never holds a
  * slot they need. Each child is recorded as a sub-call of the block that started it.
  */
-export function runChildren(parent: ParentRun, call: ChildCall, signal: AbortSignal, subcalls: SubcallRecord[]): Promise<string | string[]> {
+export function runChildren(call: ChildCall, origin: ChildRunsOrigin): Promise<string | string[]> {
+  const { parent, signal } = origin;
   const prompts = call.kind === 'rlm_query' ? [call.prompt] : call.prompts;
-  const runs = prompts.map((prompt) =>
-    parent.tree.childQueues.run(parent.depth + 1, () => runChild(parent, prompt, call.model, signal, subcalls), signal),
-  );
+  const runs = prompts.map((prompt) => parent.shared.childQueues.run(parent.depth + 1, () => runChild(prompt, call.model, origin), signal));
   return settleCalls(call.kind === 'rlm_query' ? 'single' : 'batch', runs);
 }
 
-async function runChild(parent: ParentRun, prompt: unknown, model: string | undefined, signal: AbortSignal, subcalls: SubcallRecord[]): Promise<string> {
+async function runChild(prompt: unknown, model: string | undefined, { parent, signal, subcalls }: ChildRunsOrigin): Promise<string> {
   signal.throwIfAborted();
   const childModel = model ?? parent.rootModel;
   const child = parent.createChild(childModel, signal);

@@ -1,3 +1,4 @@
+import { RlmError } from '../errors.js';
 import type { ModelCallEvent } from '../lm/gateway.js';
 import type { ChatMessage, ToolCall } from '../lm/types.js';
 import type { UsageSummary } from '../lm/usage.js';
@@ -98,6 +99,15 @@ export interface RlmResult {
   /** The JSONL trajectory file, when `logDir` was set. */
   logPath?: string;
   runId: string;
+}
+
+/**
+ * What a run's events end with: the result its run-end event carries. A stream that ends without one
+ * is a bug in rlm (a run reports its failure by making the stream throw), not a fault of the caller.
+ */
+export async function resultOf(events: AsyncIterable<RlmEvent>): Promise<RlmResult> {
+  for await (const event of events) if (event.type === 'run-end') return event.result;
+  throw new RlmError('internal_error', 'The run ended without a result or an error. This is a bug in rlm: please report it.');
 }
 
 /**

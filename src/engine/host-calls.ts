@@ -17,11 +17,16 @@ export interface BlockScope {
   callerBatch?: CallerToolBatch;
 }
 
+/** `rlm_query` / `rlm_query_batched`: prompts for child runs. */
+export type ChildCall = Extract<HostCall, { kind: 'rlm_query' | 'rlm_query_batched' }>;
+/** `tools.NAME(args)` / `tool_handler(NAME, args)`: a call to a host or caller tool. */
+export type ToolHostCall = Extract<HostCall, { kind: 'tool_call' }>;
+
 export interface HostServices {
   /** Child runs; without it (at the depth limit) rlm_query behaves like llm_query. */
-  runChildren?: (call: Extract<HostCall, { kind: 'rlm_query' | 'rlm_query_batched' }>, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
+  runChildren?: (call: ChildCall, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
   /** Host tools; without it tool_handler reports that the run has none. */
-  callTool?: (call: Extract<HostCall, { kind: 'tool_call' }>, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
+  callTool?: (call: ToolHostCall, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
 }
 
 /** Routes one call from model code to the service that answers it. */

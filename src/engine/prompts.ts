@@ -7,6 +7,7 @@ import { packageRoot } from '../paths.js';
 import type { ToolSpec } from '../lm/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { CodeBlockRecord } from './events.js';
+import type { SessionNames } from './run-sandbox.js';
 
 // Every text the root model reads comes from prompts/*.md; this module only fills placeholders.
 
@@ -130,15 +131,18 @@ function toolsSection(tools: ToolRegistry): string {
   return render(templates().tools, { tool_list: list.join('\n') }).trimEnd();
 }
 
-/** The first user message: what the context is (never the context itself), and the run's place. */
-export function contextMessage(context: unknown, placement: { depth: number; contextIndex?: number; histories: number }): string {
+/**
+ * The first user message: what the context is (never the context itself), and where the run is: a
+ * child run, or a later turn of a session (with the names its inputs have in the sandbox).
+ */
+export function contextMessage({ context, depth, names }: { context: unknown; depth: number; names: SessionNames }): string {
   const parts = [describeContext(context)];
-  const { contextIndex, histories } = placement;
+  const { contextIndex, histories } = names;
   if (contextIndex) {
     const values = { turn: String(contextIndex + 1), index: String(contextIndex), previous: String(contextIndex - 1), last_history: String(histories - 1) };
     parts.push(message(histories > 0 ? 'session-turn-with-history' : 'session-turn', values));
   }
-  if (placement.depth > 0) parts.push(message('child-run'));
+  if (depth > 0) parts.push(message('child-run'));
   return parts.join('\n');
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
-import { ConfigurationError, InstallationError, RlmError } from '../errors.js';
+import { ConfigurationError, RlmError } from '../errors.js';
 import { ModelGateway } from '../lm/gateway.js';
 import { DEFAULT_PRICES, findPrice, type PriceTable } from '../lm/prices.js';
 import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
@@ -16,10 +16,11 @@ import { sandboxLimitsSchema } from '../sandbox/sandbox.js';
 import type { AnyTool } from '../tools/define.js';
 import { ToolRegistry } from '../tools/registry.js';
 import { loadSetupCode, loadSetupFiles } from '../tools/setup-files.js';
-import { EventChannel, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
+import { EventChannel, resultOf, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
 import { RunFailedError, RunLimitError, TreeBudget, type RunFailureDetails } from './limits.js';
 import type { CallerTools } from './caller-tools.js';
-import { Run, type RunSettings, type SessionState } from './run.js';
+import { Run } from './run.js';
+import type { RunSettings, SessionState, TreeShared } from './run-types.js';
 import { TrajectoryLogger } from './trajectory.js';
 
 const positive = z.number().int().positive();
@@ -44,9 +45,9 @@ const rlmOptionsSchema = z.object({
   baseURL: z.string().url().optional(),
   /** @default OPENAI_API_KEY */
   apiKey: z.string().optional(),
-  /** Root-model turns before the answer is forced in one more call. @default 30 */
+  /** Root-model turns before the answer is forced in one more call. @default DEFAULTS.engine.maxIterations */
   maxIterations: positive.default(DEFAULTS.engine.maxIterations),
-  /** 1: no recursion (rlm_query acts like llm_query); 2: one level of child RLMs; ... @default 1 */
+  /** 1: no recursion (rlm_query acts like llm_query); 2: one level of child RLMs; ... @default DEFAULTS.engine.maxDepth */
   maxDepth: positive.default(DEFAULTS.engine.maxDepth),
   /** Input plus output tokens over the whole run tree. */
   maxTokens: positive.optional(),
@@ -58,11 +59,11 @@ const rlmOptionsSchema = z.object({
   maxErrors: positive.optional(),
   /** Model calls over the whole run tree. */
   maxLlmCalls: positive.optional(),
-  /** Requests in flight at once per model, over the whole tree. @default 16 */
+  /** Requests in flight at once per model, over the whole tree. @default DEFAULTS.lm.maxConcurrency */
   maxConcurrency: positive.default(DEFAULTS.lm.maxConcurrency),
-  /** Child RLMs running at once per depth. @default 4 */
+  /** Child RLMs running at once per depth. @default DEFAULTS.engine.maxConcurrentChildren */
   maxConcurrentChildren: positive.default(DEFAULTS.engine.maxConcurrentChildren),
-  /** Model calls one tool-calling loop may make. @default 10 */
+  /** Model calls one tool-calling loop may make. @default DEFAULTS.lm.maxToolIterations */
   maxToolIterations: positive.default(DEFAULTS.lm.maxToolIterations),
   /** Tokens the root model can read; sets when conversations are compacted. @default from a table of known models, else 32768 */
   contextWindow: positive.optional(),
@@ -92,9 +93,9 @@ const rlmOptionsSchema = z.object({
   prices: z.record(z.string(), z.object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })).optional(),
   /** Write a JSONL trajectory of every run into this folder (checked, and created, when the RLM is built). */
   logDir: z.string().min(1).optional(),
-  /** Time one model request may take, from the request to the last byte of the reply, in ms (OpenAI-compatible models). @default 600000 */
+  /** Time one model request may take, from the request to the last byte of the reply, in ms (OpenAI-compatible models). @default DEFAULTS.lm.requestTimeoutMs */
   requestTimeoutMs: positive.optional(),
-  /** Longest silence in a model's reply (no bytes), in ms, before the request is cut and retried. @default 120000 */
+  /** Longest silence in a model's reply (no bytes), in ms, before the request is cut and retried. @default DEFAULTS.lm.idleTimeoutMs */
   idleTimeoutMs: positive.optional(),
   /** Awaited after every root iteration, so a durable step runner can checkpoint each step. */
   onIteration: z.custom<(iteration: IterationRecord, index: number) => unknown>(isFunction, 'expected a function').optional(),
@@ -112,6 +113,23 @@ export type { SetupCode } from '../tools/setup-files.js';
  */
 export type CompletionInput = string | { context?: unknown; query?: string; signal?: AbortSignal; callerTools?: CallerTools };
 
+/** What `RLM.prepare()` found: the tools model code will have, and what went wrong without stopping runs. */
+export interface PreparedRLM {
+  /** Names of the host tools model code can call: given, from setup files, and from MCP servers. */
+  tools: string[];
+  /** Problems that do not stop runs (an MCP server that did not start). */
+  warnings: string[];
+}
+
+/** One completion of an RLM: its input, its session (if any), and what measures and reports it. */
+interface Completion {
+  input: NormalizedInput;
+  session: SessionState | undefined;
+  usage: UsageTracker;
+  budget: TreeBudget;
+  channel: EventChannel<RlmEvent>;
+}
+
 /**
  * A Recursive Language Model: answers a query about a context of any size by letting the root model
  * program a sandboxed JavaScript REPL that holds the context.
@@ -122,31 +140,17 @@ export type CompletionInput = string | { context?: unknown; query?: string; sign
  * console.log(result.response, result.usage.costUsd);
  */
 export class RLM {
-  private readonly options: z.output<typeof rlmOptionsSchema>;
-  private readonly models: ModelProvider;
-  private readonly settings: Omit<RunSettings, 'tools'>;
-  private prepared: Promise<RunSettings> | undefined;
+  readonly #options: z.output<typeof rlmOptionsSchema>;
+  readonly #models: ModelProvider;
+  readonly #settings: Omit<RunSettings, 'tools' | 'warnings'>;
+  #prepared: Promise<RunSettings> | undefined;
 
   constructor(options: RLMOptions) {
-    this.options = parseOptions(rlmOptionsSchema, options, 'RLM options');
-    if (this.options.logDir) prepareLogFolder(this.options.logDir);
-    if (this.options.maxBudgetUsd !== undefined) requirePrices([this.options.model, this.options.subModel ?? this.options.model], this.prices());
-    this.models = resolveModelProvider(this.options);
-    const { setupCode } = this.options;
-    this.settings = {
-      rootModel: this.options.model,
-      subModel: this.options.subModel ?? this.options.model,
-      maxIterations: this.options.maxIterations,
-      maxDepth: this.options.maxDepth,
-      maxErrors: this.options.maxErrors,
-      maxToolIterations: this.options.maxToolIterations,
-      maxConcurrentChildren: this.options.maxConcurrentChildren,
-      systemPrompt: this.options.systemPrompt,
-      sandbox: this.options.sandbox,
-      contextWindow: this.options.contextWindow,
-      compaction: this.options.compaction,
-      setupCode: loadSetupCode(setupCode === undefined ? [] : Array.isArray(setupCode) ? setupCode : [setupCode]),
-    };
+    this.#options = parseOptions(rlmOptionsSchema, options, 'RLM options');
+    if (this.#options.logDir) prepareLogFolder(this.#options.logDir);
+    if (this.#options.maxBudgetUsd !== undefined) requirePrices([this.#options.model, this.#options.subModel ?? this.#options.model], this.#prices());
+    this.#models = resolveModelProvider(this.#options);
+    this.#settings = settingsOf(this.#options);
   }
 
   /** Runs to the final answer. Limit errors (RunLimitError) carry the partial answer and usage. */
@@ -156,7 +160,7 @@ export class RLM {
 
   /** Runs and yields every event as it happens; the last one is `run-end` (or the stream throws). */
   stream(input: CompletionInput): AsyncIterable<RlmEvent> {
-    return this.startRun(input, undefined);
+    return this.#startRun(input, undefined);
   }
 
   /**
@@ -164,58 +168,67 @@ export class RLM {
    * earlier conversations as history_0, history_1, ... Close it when done.
    */
   session(): RlmSession {
-    return new RlmSession(this);
+    const state: SessionState = { sandbox: undefined, contexts: 0, histories: 0 };
+    return new RlmSession({
+      stream: (input) => this.#startRun(input, state),
+      close: async () => {
+        await state.sandbox?.dispose();
+        state.sandbox = undefined;
+      },
+    });
   }
 
   /**
    * Loads setup files and builds the tool registry (once; later runs reuse it). Called by the first
    * run; call it yourself to surface setup errors before running.
    */
-  prepare(): Promise<RunSettings> {
-    this.prepared ??= (async () => {
-      const contribution = await loadSetupFiles(this.options.setup ?? []);
-      const ownTools = [...(this.options.tools ?? []), ...contribution.tools];
-      const mcp = this.options.mcpServers ? await (await import('../tools/mcp-tools.js')).loadMcpTools(this.options.mcpServers, ownTools.map((tool) => tool.name)) : { tools: [], problems: [] };
-      const registry = new ToolRegistry([...ownTools, ...mcp.tools]);
-      return { ...this.settings, tools: registry, setupCode: [...this.settings.setupCode, ...contribution.sandboxSetup], warnings: mcp.problems };
-    })();
-    return this.prepared;
+  async prepare(): Promise<PreparedRLM> {
+    const { tools, warnings } = await this.#runSettings();
+    return { tools: tools.names(), warnings: [...warnings] };
   }
 
-  /** @internal Starts a run (of a session, when `session` is given) and returns its events. */
-  startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
-    const { context, query, signal, callerTools } = normalizeInput(input);
-    const usage = new UsageTracker(this.prices());
-    const budget = new TreeBudget(this.options, usage, signal);
+  #runSettings(): Promise<RunSettings> {
+    this.#prepared ??= (async () => {
+      const contribution = await loadSetupFiles(this.#options.setup ?? []);
+      const ownTools = [...(this.#options.tools ?? []), ...contribution.tools];
+      const mcp = this.#options.mcpServers ? await (await import('../tools/mcp-tools.js')).loadMcpTools(this.#options.mcpServers, ownTools.map((tool) => tool.name)) : { tools: [], problems: [] };
+      const registry = new ToolRegistry([...ownTools, ...mcp.tools]);
+      return { ...this.#settings, tools: registry, setupCode: [...this.#settings.setupCode, ...contribution.sandboxSetup], warnings: mcp.problems };
+    })();
+    return this.#prepared;
+  }
+
+  /** Starts a run (of a session, when `session` is given) and returns its events. */
+  #startRun(input: CompletionInput, session: SessionState | undefined): AsyncIterable<RlmEvent> {
+    const normalized = normalizeInput(input);
+    const usage = new UsageTracker(this.#prices());
+    const budget = new TreeBudget(this.#options, usage, normalized.signal);
     // A consumer that stops reading (`break`) cancels the run: nobody would see its result.
     const channel = new EventChannel<RlmEvent>(() => budget.stop(new Error('the event stream was closed before the run ended')));
-    void this.runTree({ context, query, signal, callerTools }, { session, usage, budget, channel });
+    void this.#complete({ input: normalized, session, usage, budget, channel });
     return channel;
   }
 
-  /** Runs the root run of one tree to its end, reporting into `channel`; never throws. */
-  private async runTree(
-    input: { context: unknown; query: string | undefined; signal: AbortSignal | undefined; callerTools: CallerTools | undefined },
-    tree: { session: SessionState | undefined; usage: UsageTracker; budget: TreeBudget; channel: EventChannel<RlmEvent> },
-  ): Promise<void> {
-    const { session, usage, budget, channel } = tree;
+  /** Runs the root run of one completion to its end, reporting into its channel; never throws. */
+  async #complete({ input, session, usage, budget, channel }: Completion): Promise<void> {
     const started = performance.now();
     // Every run needs a sandbox, and each child run one more: have them started ahead of time.
-    workerPool.reserve(this.settings.maxDepth > 1 ? this.settings.maxConcurrentChildren + 1 : 1);
+    workerPool.reserve(this.#settings.maxDepth > 1 ? this.#settings.maxConcurrentChildren + 1 : 1);
     let logger: TrajectoryLogger | undefined;
     let run: Run | undefined;
     try {
-      logger = this.startLog(input.query);
-      const settings = await this.prepare();
-      const gateway = new ModelGateway({ models: this.models, scheduler: new ModelScheduler(this.options.maxConcurrency), usage, guard: budget, signal: budget.signal });
-      const runTree = {
+      logger = this.#startLog(input.query);
+      const settings = await this.#runSettings();
+      const gateway = new ModelGateway({ models: this.#models, scheduler: new ModelScheduler(this.#options.maxConcurrency), usage, guard: budget, signal: budget.signal });
+      const shared: TreeShared = {
         settings,
         budget,
         emit: (event: RlmEvent) => channel.push(event),
-        onRequest: this.options.onRequest,
+        onRequest: this.#options.onRequest,
         childQueues: new KeyedQueues<number>(settings.maxConcurrentChildren),
       };
-      run = new Run(runTree, gateway, 0, settings.rootModel, { logger, onIteration: this.options.onIteration, callerTools: input.callerTools, ...(session && { session }) });
+      const placement = { logger, onIteration: this.#options.onIteration, callerTools: input.callerTools, ...(session && { session }) };
+      run = new Run({ shared, gateway, depth: 0, rootModel: settings.rootModel, placement });
       const { runId } = run;
       const outcome = await run.complete({ context: input.context, query: input.query });
       if (session) session.lastMessages = outcome.messages;
@@ -233,59 +246,52 @@ export class RLM {
       channel.push({ type: 'run-end', runId, depth: 0, result });
       channel.close();
     } catch (error) {
-      const failure = this.failureOf(error, { partialAnswer: run?.partialAnswer, usage: usage.summary(), logPath: logger?.path }, budget);
-      const { name, message } = failure instanceof Error ? failure : new Error(String(failure));
-      const code = failure instanceof RlmError ? failure.code : undefined;
-      const status = failure instanceof RunLimitError ? 'limit' : failure instanceof RunFailedError ? 'error' : 'interrupted';
-      const partialAnswer = failure instanceof RunFailedError ? failure.partialAnswer : undefined;
-      logger?.end({ status, error: { name, code, message }, partialAnswer, usage: usage.summary() });
-      channel.push({ type: 'error', runId: run?.runId ?? '', depth: 0, error: { name, message, ...(code && { code }) } });
-      channel.fail(failure);
+      this.#fail(error, { run, logger, usage, budget, channel });
     } finally {
       budget.dispose();
     }
   }
 
-  /**
-   * What a failed run throws: what stopped it, with what it had (partial answer, usage, log). A run
-   * cancelled by its caller (or whose event stream was closed) rejects with that reason as it is.
-   */
-  private failureOf(error: unknown, details: RunFailureDetails, budget: TreeBudget): unknown {
-    const cancelled = budget.signal.aborted && !(budget.signal.reason instanceof RunLimitError) && error === budget.signal.reason;
-    return cancelled ? error : RunFailedError.from(error, details);
+  /** Reports a failed completion: in its log, as its last event, and as what its stream throws. */
+  #fail(error: unknown, { run, logger, usage, budget, channel }: Omit<Completion, 'input' | 'session'> & { run: Run | undefined; logger: TrajectoryLogger | undefined }): void {
+    const failure = failureOf(error, { partialAnswer: run?.partialAnswer, usage: usage.summary(), logPath: logger?.path }, budget);
+    const { name, message } = failure instanceof Error ? failure : new Error(String(failure));
+    const code = failure instanceof RlmError ? failure.code : undefined;
+    const status = failure instanceof RunLimitError ? 'limit' : failure instanceof RunFailedError ? 'error' : 'interrupted';
+    const partialAnswer = failure instanceof RunFailedError ? failure.partialAnswer : undefined;
+    logger?.end({ status, error: { name, code, message }, partialAnswer, usage: usage.summary() });
+    channel.push({ type: 'error', runId: run?.runId ?? '', depth: 0, error: { name, message, ...(code && { code }) } });
+    channel.fail(failure);
   }
 
-  private prices(): PriceTable {
-    return { ...DEFAULT_PRICES, ...this.options.prices };
+  #prices(): PriceTable {
+    return { ...DEFAULT_PRICES, ...this.#options.prices };
   }
 
-  private startLog(query: string | undefined): TrajectoryLogger | undefined {
-    if (!this.options.logDir) return undefined;
-    const logger = new TrajectoryLogger(this.options.logDir, [...(this.models.secrets ?? []), ...(this.options.apiKey ? [this.options.apiKey] : [])]);
+  #startLog(query: string | undefined): TrajectoryLogger | undefined {
+    if (!this.#options.logDir) return undefined;
+    const logger = new TrajectoryLogger(this.#options.logDir, [...(this.#models.secrets ?? []), ...(this.#options.apiKey ? [this.#options.apiKey] : [])]);
     logger.metadata({
-      rootModel: this.settings.rootModel,
-      subModel: this.settings.subModel,
-      maxDepth: this.settings.maxDepth,
-      maxIterations: this.settings.maxIterations,
-      baseURL: this.options.baseURL ?? this.models.baseURL,
-      sandbox: { ...this.settings.sandbox },
+      rootModel: this.#settings.rootModel,
+      subModel: this.#settings.subModel,
+      maxDepth: this.#settings.maxDepth,
+      maxIterations: this.#settings.maxIterations,
+      baseURL: this.#options.baseURL ?? this.#models.baseURL,
+      sandbox: { ...this.#settings.sandbox },
       query,
     });
     return logger;
   }
 }
 
-/** Consumes a run's events and returns what its run-end event carries. */
-async function resultOf(events: AsyncIterable<RlmEvent>): Promise<RlmResult> {
-  for await (const event of events) if (event.type === 'run-end') return event.result;
-  throw new InstallationError('the run ended without a result');
-}
-
 /** A multi-turn conversation over one sandbox (see `RLM.session()`). */
 export class RlmSession {
-  private readonly state: SessionState = { sandbox: undefined, contexts: 0, histories: 0 };
+  readonly #turns: { stream(input: CompletionInput): AsyncIterable<RlmEvent>; close(): Promise<void> };
 
-  constructor(private readonly rlm: RLM) {}
+  /** Sessions are made by `RLM.session()`, which gives them its way to start runs. */
+  constructor(turns: { stream(input: CompletionInput): AsyncIterable<RlmEvent>; close(): Promise<void> }) {
+    this.#turns = turns;
+  }
 
   /** Runs one turn of the conversation to its answer (consumes `stream()`). */
   async completion(input: CompletionInput): Promise<RlmResult> {
@@ -294,14 +300,41 @@ export class RlmSession {
 
   /** Runs one turn of the conversation and yields its events. */
   stream(input: CompletionInput): AsyncIterable<RlmEvent> {
-    return this.rlm.startRun(input, this.state);
+    return this.#turns.stream(input);
   }
 
   /** Stops the session's sandbox. */
-  async close(): Promise<void> {
-    await this.state.sandbox?.dispose();
-    this.state.sandbox = undefined;
+  close(): Promise<void> {
+    return this.#turns.close();
   }
+}
+
+/** The settings every run of an RLM shares, but its tools (see RLM.prepare). */
+function settingsOf(options: z.output<typeof rlmOptionsSchema>): Omit<RunSettings, 'tools' | 'warnings'> {
+  const { setupCode } = options;
+  return {
+    rootModel: options.model,
+    subModel: options.subModel ?? options.model,
+    maxIterations: options.maxIterations,
+    maxDepth: options.maxDepth,
+    maxErrors: options.maxErrors,
+    maxToolIterations: options.maxToolIterations,
+    maxConcurrentChildren: options.maxConcurrentChildren,
+    systemPrompt: options.systemPrompt,
+    sandbox: options.sandbox,
+    contextWindow: options.contextWindow,
+    compaction: options.compaction,
+    setupCode: loadSetupCode(setupCode === undefined ? [] : Array.isArray(setupCode) ? setupCode : [setupCode]),
+  };
+}
+
+/**
+ * What a failed run throws: what stopped it, with what it had (partial answer, usage, log). A run
+ * cancelled by its caller (or whose event stream was closed) rejects with that reason as it is.
+ */
+function failureOf(error: unknown, details: RunFailureDetails, budget: TreeBudget): unknown {
+  const cancelled = budget.signal.aborted && !(budget.signal.reason instanceof RunLimitError) && error === budget.signal.reason;
+  return cancelled ? error : RunFailedError.from(error, details);
 }
 
 /** A budget needs a price for every model it pays for: refuse one that would silently count as free. */
@@ -314,7 +347,14 @@ function requirePrices(models: string[], prices: PriceTable): void {
   );
 }
 
-function normalizeInput(input: CompletionInput): { context: unknown; query: string | undefined; signal: AbortSignal | undefined; callerTools: CallerTools | undefined } {
+interface NormalizedInput {
+  context: unknown;
+  query: string | undefined;
+  signal: AbortSignal | undefined;
+  callerTools: CallerTools | undefined;
+}
+
+function normalizeInput(input: CompletionInput): NormalizedInput {
   if (typeof input === 'string') return { context: input, query: undefined, signal: undefined, callerTools: undefined };
   if (input === null || typeof input !== 'object') throw new ConfigurationError('completion() takes a string or { context, query }');
   return { context: input.context ?? '', query: input.query, signal: input.signal, callerTools: input.callerTools };

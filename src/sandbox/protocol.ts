@@ -168,7 +168,11 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
   }),
 ]);
 
-/** A validated call from sandbox code: `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` or `tool_call`. */
+/**
+ * A validated call from sandbox code: `llm_query`, `llm_query_batched`, `rlm_query`,
+ * `rlm_query_batched`, `tool_call` (`tools.NAME(args)`, `tool_handler(NAME, args)`), or
+ * `tool_results` (the outputs of a sub-model's tool calls that an llm_query with tools handed back).
+ */
 export type HostCall = z.infer<typeof hostCallSchema>;
 export type HostCallKind = HostCall['kind'];
 

@@ -134,5 +134,7 @@ describe('the public API', () => {
     const text = readFileSync(declarations, 'utf8');
     expect(text).toContain('completion(input: CompletionInput)');
     expect(text).not.toContain('startRun');
+    expect(text).toContain('prepare(): Promise<PreparedRLM>');
+    for (const internal of ['RunSettings', 'SessionState', 'TreeShared']) expect(text, internal).not.toContain(internal);
   });
 });
