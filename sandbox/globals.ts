@@ -83,17 +83,6 @@ export function createGlobals(currentBlock: () => BlockState): Globals {
     return ObjectHasOwn(globalObject, name) && !builtinNames[name] && !scaffoldNames[name];
   }
 
-  function listVariables(): VariableList {
-    const all = ObjectGetOwnPropertyNames(globalObject);
-    const names = newList<string>();
-    for (let index = 0; index < all.length; index++) if (isUserVariable(all[index]!)) ArrayPrototypePush(names, all[index]!);
-    ArrayPrototypeSort(names);
-    const shown = newList<Variable>();
-    const count = names.length < REPORT_LIMITS.variables ? names.length : REPORT_LIMITS.variables;
-    for (let index = 0; index < count; index++) ArrayPrototypePush(shown, describeVariable(names[index]!));
-    return { shown, total: names.length };
-  }
-
   return {
     defineScaffold(name, value) {
       if (!sessionNamesReserved && isSessionName(name)) reserveSessionNames();
@@ -104,8 +93,19 @@ export function createGlobals(currentBlock: () => BlockState): Globals {
       for (let index = 0; index < names.length; index++) builtinNames[names[index]!] = true;
     },
     isDefined: (name) => isUserVariable(name) || scaffoldNames[name] === true,
-    listVariables,
+    listVariables: () => listVariables(isUserVariable),
   };
+}
+
+function listVariables(isUserVariable: (name: string) => boolean): VariableList {
+  const all = ObjectGetOwnPropertyNames(globalObject);
+  const names = newList<string>();
+  for (let index = 0; index < all.length; index++) if (isUserVariable(all[index]!)) ArrayPrototypePush(names, all[index]!);
+  ArrayPrototypeSort(names);
+  const shown = newList<Variable>();
+  const count = names.length < REPORT_LIMITS.variables ? names.length : REPORT_LIMITS.variables;
+  for (let index = 0; index < count; index++) ArrayPrototypePush(shown, describeVariable(names[index]!));
+  return { shown, total: names.length };
 }
 
 function isSessionName(name: string) {

@@ -13,6 +13,10 @@ interface QueriesOptions {
   runToolHandler: (handler: ToolHandlerFunction, name: string, args: Record<string, unknown>) => string;
 }
 
+/** The payload field each query function sends its input in. */
+const QUERY_INPUTS = { llm_query: 'prompt', llm_query_batched: 'prompts', rlm_query: 'prompt', rlm_query_batched: 'prompts' } as const;
+type QueryKind = keyof typeof QUERY_INPUTS;
+
 type HandBackRequests = Extract<ToolHandBackReply, { done: false }>['requests'];
 
 export function createQueries({ hostCalls, limits, runToolHandler }: QueriesOptions) {
@@ -36,17 +40,20 @@ export function createQueries({ hostCalls, limits, runToolHandler }: QueriesOpti
     return readOwn(reply, 'value');
   }
 
-  function modelQuery(kind: 'llm_query' | 'llm_query_batched', input: { key: 'prompt' | 'prompts'; value: unknown }, options: unknown) {
+  /** Checks the prompt (or prompts) and asks the host; llm_query with tools runs the tool loop. */
+  function query(kind: QueryKind, input: unknown, options: unknown): unknown {
+    const key = QUERY_INPUTS[kind];
+    if (key === 'prompt') checkPrompt(kind, input);
+    else checkPrompts(kind, input);
+    if (kind === 'rlm_query' || kind === 'rlm_query_batched') {
+      const payload = newRecord<unknown>();
+      payload[key] = input;
+      payload.model = modelOption(kind, options);
+      return hostCalls.call(kind, payload);
+    }
     const { payload, handler } = queryOptions(kind, options);
-    payload[input.key] = input.value;
+    payload[key] = input;
     return handler ? queryWithTools(kind, payload, handler) : hostCalls.call(kind, payload);
-  }
-
-  function runQuery(kind: 'rlm_query' | 'rlm_query_batched', input: { key: 'prompt' | 'prompts'; value: unknown }, options: unknown) {
-    const payload = newRecord<unknown>();
-    payload[input.key] = input.value;
-    payload.model = modelOption(kind, options);
-    return hostCalls.call(kind, payload);
   }
 
   function checkPrompts(kind: string, prompts: unknown) {
@@ -57,22 +64,10 @@ export function createQueries({ hostCalls, limits, runToolHandler }: QueriesOpti
     for (let index = 0; index < prompts.length; index++) checkPrompt(`${kind}[${index}]`, prompts[index]);
   }
 
-  function llm_query(prompt: unknown, options?: unknown) {
-    checkPrompt('llm_query', prompt);
-    return modelQuery('llm_query', { key: 'prompt', value: prompt }, options);
-  }
-  function llm_query_batched(prompts: unknown, options?: unknown) {
-    checkPrompts('llm_query_batched', prompts);
-    return modelQuery('llm_query_batched', { key: 'prompts', value: prompts }, options);
-  }
-  function rlm_query(prompt: unknown, options?: unknown) {
-    checkPrompt('rlm_query', prompt);
-    return runQuery('rlm_query', { key: 'prompt', value: prompt }, options);
-  }
-  function rlm_query_batched(prompts: unknown, options?: unknown) {
-    checkPrompts('rlm_query_batched', prompts);
-    return runQuery('rlm_query_batched', { key: 'prompts', value: prompts }, options);
-  }
+  const llm_query = (prompt: unknown, options?: unknown) => query('llm_query', prompt, options);
+  const llm_query_batched = (prompts: unknown, options?: unknown) => query('llm_query_batched', prompts, options);
+  const rlm_query = (prompt: unknown, options?: unknown) => query('rlm_query', prompt, options);
+  const rlm_query_batched = (prompts: unknown, options?: unknown) => query('rlm_query_batched', prompts, options);
   return { llm_query, llm_query_batched, rlm_query, rlm_query_batched };
 }
 
