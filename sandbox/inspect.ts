@@ -186,13 +186,8 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
   if (typeof value === 'function') return formatFunction(value);
   const object = value as object;
   if (WeakSetPrototypeHas(seen, object)) return '[Circular]';
-
-  if (isError(object)) return formatError(object);
-  const date = dateText(object);
-  if (date !== undefined) return date;
-  const regExp = regExpText(object);
-  if (regExp !== undefined) return regExp;
-  if (FunctionPrototypeHasInstance(PromiseCtor, object)) return 'Promise { <pending or settled> }';
+  const special = formatSpecial(object);
+  if (special !== undefined) return special;
 
   const isArray = ArrayIsArray(object);
   const name = constructorName(object);
@@ -200,63 +195,93 @@ function formatValue(value: unknown, depth: number, seen: WeakSet<object>, inden
 
   WeakSetPrototypeAdd(seen, object);
   try {
-    const entries = newList<string>();
-    let open = '{';
-    let close = '}';
-    let prefix = name && name !== 'Object' ? `${name} ` : '';
     const childIndent = `${indent}  `;
     const child = (item: unknown) => formatValue(item, depth + 1, seen, childIndent);
-
-    if (isArray) {
-      const array = object as unknown[];
-      open = '[';
-      close = ']';
-      prefix = name && name !== 'Array' ? `${name}(${array.length}) ` : '';
-      const shown = array.length < MAX_ITEMS ? array.length : MAX_ITEMS;
-      for (let index = 0; index < shown; index++) {
-        const descriptor = ObjectGetOwnPropertyDescriptor(array, index);
-        ArrayPrototypePush(entries, descriptor ? formatProperty(descriptor, child) : '<empty>');
-      }
-      if (array.length > shown) ArrayPrototypePush(entries, `... ${array.length - shown} more items`);
-    } else if (ifBrand(MapPrototypeGetSize, object) !== undefined) {
-      prefix = `Map(${ifBrand(MapPrototypeGetSize, object)}) `;
-      MapPrototypeForEach(object as Map<unknown, unknown>, (item, key) => {
-        if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, `${child(key)} => ${child(item)}`);
-      });
-    } else if (ifBrand(SetPrototypeGetSize, object) !== undefined) {
-      prefix = `Set(${ifBrand(SetPrototypeGetSize, object)}) `;
-      SetPrototypeForEach(object as Set<unknown>, (item) => {
-        if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, child(item));
-      });
-    } else if (ArrayBufferIsView(object)) {
-      return `${name ?? 'TypedArray'}(${(object as unknown as ArrayLike<unknown>).length}) [...]`;
-    } else {
-      const tag = ObjectPrototypeToString(object);
-      if (tag !== '[object Object]' && !name) prefix = `${tag} `;
-    }
-
-    if (!isArray) {
-      const keys = ReflectOwnKeys(object);
-      let count = 0;
-      for (let index = 0; index < keys.length; index++) {
-        const key = keys[index]!;
-        const descriptor = ObjectGetOwnPropertyDescriptor(object, key);
-        if (!descriptor || !descriptor.enumerable) continue;
-        if (++count > MAX_ITEMS) {
-          ArrayPrototypePush(entries, `... ${keys.length - MAX_ITEMS} more properties`);
-          break;
-        }
-        ArrayPrototypePush(entries, `${formatKey(key)}: ${formatProperty(descriptor, child)}`);
-      }
-    }
-
-    if (entries.length === 0) return `${prefix}${open}${close}`;
-    const singleLine = `${prefix}${open} ${ArrayPrototypeJoin(entries, ', ')} ${close}`;
-    if (singleLine.length + indent.length <= LINE_WIDTH && !StringPrototypeIncludes(singleLine, '\n')) return singleLine;
-    return `${prefix}${open}\n${childIndent}${ArrayPrototypeJoin(entries, `,\n${childIndent}`)}\n${indent}${close}`;
+    const container = isArray ? arrayContainer(object as unknown[], name, child) : objectContainer(object, name, child);
+    return typeof container === 'string' ? container : layOut(container, indent);
   } finally {
     WeakSetPrototypeDelete(seen, object);
   }
+}
+
+/** Errors, dates, regular expressions and promises, which print as one piece; undefined for the rest. */
+function formatSpecial(object: object): string | undefined {
+  if (isError(object)) return formatError(object);
+  const date = dateText(object);
+  if (date !== undefined) return date;
+  const regExp = regExpText(object);
+  if (regExp !== undefined) return regExp;
+  if (FunctionPrototypeHasInstance(PromiseCtor, object)) return 'Promise { <pending or settled> }';
+  return undefined;
+}
+
+/** An array, map, set or object as its entries between brackets, to be laid out on one line or several. */
+interface Container {
+  prefix: string;
+  open: string;
+  close: string;
+  entries: string[];
+}
+
+type FormatChild = (item: unknown) => string;
+
+function arrayContainer(array: unknown[], name: string | undefined, child: FormatChild): Container {
+  const entries = newList<string>();
+  const shown = array.length < MAX_ITEMS ? array.length : MAX_ITEMS;
+  for (let index = 0; index < shown; index++) {
+    const descriptor = ObjectGetOwnPropertyDescriptor(array, index);
+    ArrayPrototypePush(entries, descriptor ? formatProperty(descriptor, child) : '<empty>');
+  }
+  if (array.length > shown) ArrayPrototypePush(entries, `... ${array.length - shown} more items`);
+  return { prefix: name && name !== 'Array' ? `${name}(${array.length}) ` : '', open: '[', close: ']', entries };
+}
+
+/** Maps and sets list their items first; every object lists its own enumerable properties. Typed arrays print as a tag. */
+function objectContainer(object: object, name: string | undefined, child: FormatChild): Container | string {
+  const entries = newList<string>();
+  let prefix = name && name !== 'Object' ? `${name} ` : '';
+  if (ifBrand(MapPrototypeGetSize, object) !== undefined) {
+    prefix = `Map(${ifBrand(MapPrototypeGetSize, object)}) `;
+    MapPrototypeForEach(object as Map<unknown, unknown>, (item, key) => {
+      if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, `${child(key)} => ${child(item)}`);
+    });
+  } else if (ifBrand(SetPrototypeGetSize, object) !== undefined) {
+    prefix = `Set(${ifBrand(SetPrototypeGetSize, object)}) `;
+    SetPrototypeForEach(object as Set<unknown>, (item) => {
+      if (entries.length < MAX_ITEMS) ArrayPrototypePush(entries, child(item));
+    });
+  } else if (ArrayBufferIsView(object)) {
+    return `${name ?? 'TypedArray'}(${(object as unknown as ArrayLike<unknown>).length}) [...]`;
+  } else {
+    const tag = ObjectPrototypeToString(object);
+    if (tag !== '[object Object]' && !name) prefix = `${tag} `;
+  }
+  pushProperties(object, entries, child);
+  return { prefix, open: '{', close: '}', entries };
+}
+
+function pushProperties(object: object, entries: string[], child: FormatChild) {
+  const keys = ReflectOwnKeys(object);
+  let count = 0;
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index]!;
+    const descriptor = ObjectGetOwnPropertyDescriptor(object, key);
+    if (!descriptor || !descriptor.enumerable) continue;
+    if (++count > MAX_ITEMS) {
+      ArrayPrototypePush(entries, `... ${keys.length - MAX_ITEMS} more properties`);
+      break;
+    }
+    ArrayPrototypePush(entries, `${formatKey(key)}: ${formatProperty(descriptor, child)}`);
+  }
+}
+
+/** One line when it fits in LINE_WIDTH (at this indent) and no entry spans lines; else one entry per line. */
+function layOut({ prefix, open, close, entries }: Container, indent: string): string {
+  if (entries.length === 0) return `${prefix}${open}${close}`;
+  const singleLine = `${prefix}${open} ${ArrayPrototypeJoin(entries, ', ')} ${close}`;
+  if (singleLine.length + indent.length <= LINE_WIDTH && !StringPrototypeIncludes(singleLine, '\n')) return singleLine;
+  const childIndent = `${indent}  `;
+  return `${prefix}${open}\n${childIndent}${ArrayPrototypeJoin(entries, `,\n${childIndent}`)}\n${indent}${close}`;
 }
 
 function formatProperty(descriptor: PropertyDescriptor, child: (item: unknown) => string): string {

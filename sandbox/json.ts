@@ -24,7 +24,7 @@ import {
   newList,
 } from './primordials.js';
 
-export interface JsonLimits {
+interface JsonLimits {
   /** Characters of JSON text one message may take. */
   maxChars: number;
   /** Levels of nested arrays and objects. */

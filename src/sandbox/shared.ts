@@ -52,3 +52,35 @@ export type HostReply = { ok: true; value: unknown } | { ok: false; error: { nam
 export type ToolHandBackReply =
   | { done: true; value: unknown }
   | { done: false; handBack: string; requests: { id: string; name: string; arguments: Record<string, unknown> }[] };
+
+// Captured when this file loads, which inside the isolate is before any model code runs (the
+// prelude bundles this file): model code replacing String.prototype.slice cannot change clip.
+const sliceText = Function.prototype.call.bind(String.prototype.slice) as (text: string, start: number, end: number) => string;
+
+/** Cuts text to `max` characters, saying how much was cut. Looks nothing up at call time. */
+export function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${sliceText(text, 0, max)}... (${text.length - max} more chars)`;
+}
+
+/**
+ * The controller the prelude's `install` returns and the worker drives, one isolated-vm reference
+ * per method. Both sides are written against this type, so renaming or changing a method on one
+ * side fails to compile on the other.
+ */
+export interface PreludeController {
+  /** Defines a scaffold global (a context, a history): `json` values are parsed and frozen. */
+  setGlobal(name: string, value: unknown, format: 'text' | 'json'): void;
+  /** TOOLS (the tools' OpenAI schemas) and tools.NAME(args); the asynchronous ones return promises. */
+  setTools(specsJson: string, asyncNamesJson: string): void;
+  /** Starts a block's state afresh: `columnShiftsJson` is the rewrite's column edits (see rewrite.ts). */
+  beginBlock(outputLimit: number, wrapperLine: number, columnShiftsJson: string): void;
+  /** Whether the running block's promise has yet to settle. */
+  blockPending(): boolean;
+  /** Delivers the reply to an asynchronous call of the running block. */
+  settleAsync(id: number, replyJson: string): void;
+  /** The block report as JSON; may run model code (getters, Proxy traps), so it runs under a time limit. */
+  collect(showResult: boolean): string;
+  /** The report of what the prelude holds as plain strings, for when `collect` fails. */
+  outputReport(): string;
+  collectGarbage(): void;
+}

@@ -17,10 +17,12 @@ import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
 import { DEFAULTS } from '../defaults.js';
+import { describeError } from '../errors.js';
 import { encodeFrame, FrameDecoder } from './framing.js';
+import { isolateErrorText, isTimeoutText } from './isolate-errors.js';
 import { startOrphanWatchdog } from './orphan-watchdog.js';
 import type { HostReply, WorkerCommand, WorkerEvent } from './protocol.js';
-import { BLOCK_FILENAME, PRELUDE_FILENAME, type HostCallLimits } from './shared.js';
+import { BLOCK_FILENAME, PRELUDE_FILENAME, type PreludeController } from './shared.js';
 
 /**
  * The in-isolate prelude: sandbox/prelude.ts (with sandbox/primordials.ts, inspect.ts, json.ts),
@@ -51,8 +53,9 @@ const doorbellBuffer = Buffer.allocUnsafe(64);
 
 let isolate: ivm.Isolate | undefined;
 let context: ivm.Context | undefined;
-type ControllerMethod = 'setGlobal' | 'setTools' | 'beginBlock' | 'blockPending' | 'settleAsync' | 'collect' | 'outputReport' | 'collectGarbage';
-let controller: Record<ControllerMethod, ivm.Reference<Function>> | undefined;
+/** A reference to each method of the prelude's controller, typed by the prelude's own signature. */
+type PreludeReferences = { [Method in keyof PreludeController]: ivm.Reference<PreludeController[Method]> };
+let controller: PreludeReferences | undefined;
 let nextHostCallId = 1;
 let maxHostCallChars = 0;
 /** Asynchronous calls of the running block whose replies the prelude has not been given yet. */
@@ -142,7 +145,7 @@ function hostCall(request: string): string {
       send({ type: 'hostCall', id, payload: request });
       return waitForReply((replyId) => replyId === id).payload;
     } catch (error) {
-      return errorReply('HostError', `the host call failed: ${describe(error)}`);
+      return errorReply('HostError', `the host call failed: ${describeError(error).message}`);
     }
   });
 }
@@ -158,7 +161,7 @@ function hostCallAsync(request: string): number | string {
       asyncCalls.add(id);
       return id;
     } catch (error) {
-      return errorReply('HostError', `the host call failed: ${describe(error)}`);
+      return errorReply('HostError', `the host call failed: ${describeError(error).message}`);
     }
   });
 }
@@ -186,10 +189,6 @@ function tooLargeMessage(request: string): string {
   );
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 function init(command: Extract<WorkerCommand, { type: 'init' }>) {
   maxHostCallChars = command.hostCallLimits.maxChars;
   isolate = new ivm.Isolate({ memoryLimit: command.memoryLimitMb });
@@ -202,8 +201,9 @@ function init(command: Extract<WorkerCommand, { type: 'init' }>) {
   const hosts = [new ivm.Reference(hostCall), new ivm.Reference(hostCallAsync)];
   const controllerRef = install.applySync(undefined, [...hosts, JSON.stringify(command.hostCallLimits)], {
     result: { reference: true },
-  }) as unknown as ivm.Reference<Record<string, Function>>;
-  const method = (name: ControllerMethod) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<Function>;
+  }) as unknown as ivm.Reference<PreludeController>;
+  const method = <Method extends keyof PreludeController>(name: Method) =>
+    controllerRef.getSync(name, { reference: true }) as ivm.Reference<PreludeController[Method]>;
   controller = {
     setGlobal: method('setGlobal'),
     setTools: method('setTools'),
@@ -279,7 +279,7 @@ function runScript(code: string, budget: ExecutionBudget): StepResult {
   try {
     script = isolate!.compileScriptSync(code, { filename: BLOCK_FILENAME });
   } catch (error) {
-    return { outcome: 'compile-error', failure: errorText(error) };
+    return { outcome: 'compile-error', failure: isolateErrorText(error) };
   }
   return budget.run((timeout) => script.runSync(context!, { timeout }));
 }
@@ -349,9 +349,9 @@ class ExecutionBudget {
 // The block's own errors settle its promise; what escapes a step is a timeout, the memory limit,
 // or a promise rejected elsewhere that nothing handled.
 function failedStep(error: unknown): StepResult {
-  const failure = errorText(error);
+  const failure = isolateErrorText(error);
   if (isolate!.isDisposed) return { outcome: 'memory', failure };
-  if (/timed out/i.test(failure)) return { outcome: 'timeout', failure };
+  if (isTimeoutText(failure)) return { outcome: 'timeout', failure };
   return { outcome: 'unhandled-rejection', failure };
 }
 
@@ -371,11 +371,6 @@ function heapLeftFull(timeoutMs: number): string | undefined {
 function heapNearlyFull(): string | undefined {
   const { used_heap_size: used, heap_size_limit: limit } = isolate!.getHeapStatisticsSync();
   return used > HEAP_FULL_SHARE * limit ? `${Math.round(used / 2 ** 20)} of ${Math.round(limit / 2 ** 20)} MB` : undefined;
-}
-
-function errorText(error: unknown): string {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return text.replace(/\s*\[<isolated-vm>[^\]]*\]/g, '');
 }
 
 function handle(command: WorkerCommand) {
@@ -401,7 +396,7 @@ function handle(command: WorkerCommand) {
     }
   } catch (error) {
     const disposed = isolate?.isDisposed ?? false;
-    send({ type: 'failed', id: command.id, message: describe(error), disposed });
+    send({ type: 'failed', id: command.id, message: describeError(error).message, disposed });
   }
 }
 

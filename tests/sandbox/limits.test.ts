@@ -101,6 +101,16 @@ describe('other runaway code', () => {
     expect(result.stdout).toBe('');
   });
 
+  it("reports a block as pending when an earlier block's promise settles during it", async () => {
+    const sandbox = await createSandbox();
+    const first = await sandbox.execute('await new Promise((resolve) => { globalThis.release = resolve; }); print("first resumed")');
+    expect(first.error?.name).toBe('PendingPromiseError');
+    // Resuming the first block ends it, not this one: this block still awaits what nothing settles.
+    const second = await sandbox.execute('release(); await new Promise(() => {})');
+    expect(second.error?.name).toBe('PendingPromiseError');
+    expect(second.stdout).toBe('first resumed\n');
+  });
+
   it('stops a block when the caller aborts, even while it waits for the host', async () => {
     const controller = new AbortController();
     const sandbox = await createSandbox({
