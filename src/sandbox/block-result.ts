@@ -2,7 +2,7 @@ import { SandboxError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import { blockReportSchema, parseJsonText, type BlockReport, type WorkerEvent } from './protocol.js';
 import type { SandboxLimits } from './sandbox-limits.js';
-import { REPORT_LIMITS } from './shared.js';
+import { clip, REPORT_LIMITS } from './shared.js';
 
 export interface BlockError {
   name: string;
@@ -86,10 +86,6 @@ export function resetResult(reason: ResetReason, options: BlockResultOptions & {
   };
   const [name, message] = messages[reason];
   return { stdout: '', error: { name, message, stack: `${name}: ${message}` }, durationMs, variables: [], reset: true };
-}
-
-export function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}... (${text.length - max} more chars)`;
 }
 
 /** The block's report, checked and bounded, with the error the worker saw. */

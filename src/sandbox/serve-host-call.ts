@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { untilAborted } from '../abort.js';
 import { describeError } from '../errors.js';
-import { clip } from './block-result.js';
+import { clip } from './shared.js';
 import { hostCallSchema, parseJsonText, type HostCall, type HostReply } from './protocol.js';
 
 /**

@@ -3,6 +3,7 @@ import { describeError, SandboxError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import type { ExecuteResult } from './block-result.js';
 import { isFileContext } from './context-file.js';
+import { isTimeoutText } from './isolate-errors.js';
 import { writeContextFile } from './context-transfer.js';
 import { workerPool } from './pool.js';
 import type { SandboxLimits } from './sandbox-limits.js';
@@ -174,7 +175,7 @@ function startFailure(error: unknown): SandboxError {
 
 function loadFailure(error: unknown, blockTimeoutMs: number): string {
   const { message } = describeError(error);
-  if (/timed out/i.test(message) || error instanceof WorkerExitError) {
+  if (isTimeoutText(message) || error instanceof WorkerExitError) {
     return `it did not finish within the ${formatDuration(blockTimeoutMs)} block time limit. Raise the block timeout (--block-timeout) for very large JSON contexts.`;
   }
   return message;
