@@ -7,6 +7,7 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { RLM, RunFailedError, type RLMOptions } from '../index.js';
+import { describeError } from '../errors.js';
 import { loadContexts } from './contexts.js';
 import type { CommandIo } from './io.js';
 import { buildOptions } from './run-command.js';
@@ -104,7 +105,7 @@ async function answerCall({ args, extra, prepared, io }: { args: CompletionArgs;
     throw new Error('the run ended without a result');
   } catch (error) {
     const partial = error instanceof RunFailedError ? error.partialAnswer : undefined;
-    const message = error instanceof Error ? error.message : String(error);
+    const { message } = describeError(error);
     return toolError(`The run stopped: ${message}${partial ? `\nPartial answer (the best the run had so far):\n${partial}` : ''}`);
   }
 }

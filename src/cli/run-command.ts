@@ -1,4 +1,5 @@
 import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult, type UsageSummary } from '../index.js';
+import { describeError } from '../errors.js';
 import { loadContexts, type ContextFormat } from './contexts.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';
@@ -119,7 +120,7 @@ function reportInterruption(io: CommandIo, outcome: string): number {
  */
 function reportFailure(error: unknown, { flags, io, rootReplies }: { flags: RunFlags; io: CommandIo; rootReplies: number }): number {
   if (isConfigurationProblem(error)) throw error; // main() reports it as a usage error (exit 2)
-  const message = error instanceof Error ? error.message : String(error);
+  const { message } = describeError(error);
   const failure = error instanceof RunFailedError ? error : undefined;
   const partial = failure?.partialAnswer;
   if (flags.json) {
@@ -140,7 +141,7 @@ const NO_USAGE: UsageSummary = { byModel: {}, calls: 0, inputTokens: 0, outputTo
 
 /** The --json shape of a failed run: what went wrong, what it had, what it cost. */
 function failureJson(error: unknown, failure: RunFailedError | undefined) {
-  const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
+  const { name, message } = describeError(error);
   return {
     error: { name, code: error instanceof RlmError ? error.code : null, message },
     partialAnswer: failure?.partialAnswer ?? null,

@@ -1,3 +1,4 @@
+import { describeError } from '../errors.js';
 import type { SubcallRecord } from './events.js';
 import { settleCalls } from './fan-out.js';
 import type { ChildCall } from './host-calls.js';
@@ -46,7 +47,8 @@ async function runChild(prompt: unknown, model: string | undefined, { parent, si
     record.iterations = outcome.trajectory;
     return outcome.response;
   } catch (error) {
-    record.error = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    const { name, message } = describeError(error);
+    record.error = `${name}: ${message}`;
     throw error;
   } finally {
     record.durationMs = performance.now() - started;

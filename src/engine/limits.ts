@@ -1,4 +1,4 @@
-import { ConfigurationError, RlmError } from '../errors.js';
+import { ConfigurationError, describeError, RlmError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import type { UsageSummary, UsageTracker } from '../lm/usage.js';
 
@@ -37,7 +37,7 @@ export class RunFailedError extends RlmError {
   static from(error: unknown, details: RunFailureDetails): RunFailedError {
     if (error instanceof RunFailedError) return error.with(details);
     const code = error instanceof RlmError ? error.code : 'run_failed';
-    const message = error instanceof Error ? error.message : String(error);
+    const { message } = describeError(error);
     return new RunFailedError(code, message, details, { cause: error });
   }
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { describeError } from '../errors.js';
 import type { ModelScheduler } from './scheduler.js';
 import type { ModelProvider } from './provider.js';
 import type { ChatRequest, ChatResponse } from './types.js';
@@ -90,7 +91,7 @@ export class ModelGateway {
     } catch (error) {
       // A call cut off in flight may still be billed for its prompt: count that, so a budget errs high.
       if (inFlight && signal?.aborted) usage.record(request.model, { inputTokens: estimateTokens(request.messages), outputTokens: 0 });
-      const { name, message } = error instanceof Error ? error : { name: 'Error', message: String(error) };
+      const { name, message } = describeError(error);
       onEvent?.({ type: 'llm-call-end', ...base, durationMs: performance.now() - started, error: { name, message } });
       throw error;
     }

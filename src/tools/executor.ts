@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import PQueue from 'p-queue';
 import { DEFAULTS } from '../defaults.js';
 import { untilAborted } from '../abort.js';
+import { describeError } from '../errors.js';
 import { parseToolArguments, unknownToolMessage } from '../lm/tool-arguments.js';
 import type { ExecutionPolicy } from './define.js';
 import type { ToolRegistry } from './registry.js';
@@ -110,7 +111,7 @@ export class ToolExecutor {
     } catch (error) {
       if (options.signal?.aborted) return finish({ error: `${call.name} was cancelled.` });
       if (timeout?.aborted) return finish({ error: `${call.name} timed out after ${timeoutMs} ms.` });
-      return finish({ error: error instanceof Error ? error.message : String(error) });
+      return finish({ error: describeError(error).message });
     } finally {
       ended.abort(new Error('the tool call has ended'));
     }

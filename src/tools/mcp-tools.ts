@@ -5,6 +5,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { describeError } from '../errors.js';
 import { defineTool, type AnyTool } from './define.js';
 import type { McpServerConfig } from './mcp-config.js';
 import type { JsonSchema } from './schema.js';
@@ -87,7 +88,7 @@ export async function loadMcpTools(servers: Record<string, McpServerConfig>, tak
   for (const [index, server] of Object.keys(servers).entries()) {
     const result = started[index]!;
     if (result.status === 'rejected') {
-      const reason = result.reason instanceof Error ? result.reason.message : String(result.reason);
+      const reason = describeError(result.reason).message;
       problems.push(`MCP server "${server}" could not be started: ${reason}. Its tools are not available.`);
       continue;
     }
