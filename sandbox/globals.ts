@@ -20,7 +20,7 @@ import {
   newRecord,
 } from './primordials.js';
 
-export interface Variable {
+interface Variable {
   name: string;
   type: string;
 }

@@ -3,7 +3,7 @@ import { appendOutput, type BlockState } from './block-state.js';
 import { printedText } from './error-text.js';
 import { ArrayPrototypeJoin, ArrayPrototypePush, ObjectFreeze, newList } from './primordials.js';
 
-export interface Output {
+interface Output {
   print: (...args: unknown[]) => void;
   console: Readonly<Record<string, (...args: unknown[]) => void>>;
 }

@@ -1,6 +1,6 @@
 import { RlmError } from '../errors.js';
 
-export type ApiErrorType = 'invalid_request_error' | 'not_found_error' | 'authentication_error' | 'rate_limit_error' | 'server_error' | 'upstream_error';
+type ApiErrorType = 'invalid_request_error' | 'not_found_error' | 'authentication_error' | 'rate_limit_error' | 'server_error' | 'upstream_error';
 
 /**
  * A request the chat-completions API refuses, or a run it could not finish: becomes an OpenAI

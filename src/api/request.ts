@@ -51,7 +51,7 @@ export function parseRequest(body: unknown): ParsedRequest {
 }
 
 /** The text of a message's content: a string, text parts joined, or empty. */
-export function contentText(value: RequestMessage['content']): string {
+function contentText(value: RequestMessage['content']): string {
   if (typeof value === 'string') return value;
   if (!Array.isArray(value)) return '';
   return value.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');

@@ -74,7 +74,7 @@ export function* chunksOf(id: string, step: Step, model: string, spent: Spent): 
 }
 
 /** What one streamed chunk adds to the message, as OpenAI sends it. */
-export interface ChunkDelta {
+interface ChunkDelta {
   role?: 'assistant';
   content?: string;
   tool_calls?: { index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }[];

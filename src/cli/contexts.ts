@@ -8,7 +8,7 @@ const SKIPPED_FOLDERS = new Set(['.git', 'node_modules', '.hg', '.svn']);
 
 export type ContextFormat = 'text' | 'json' | 'jsonl';
 
-export interface ContextSources {
+interface ContextSources {
   /** `--context` arguments: files, folders, `-` for standard input. */
   sources: string[];
   /**

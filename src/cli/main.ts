@@ -19,7 +19,7 @@ import { EXIT, isConfigurationProblem } from './usage-error.js';
 /** Where a command reports its exit code. */
 type SetExitCode = (code: number) => void;
 
-export function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
+function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
   const program = new Command('rlm')
     .description("Answer questions about inputs far larger than a model's context window.\nThe model explores the input by writing JavaScript in a sandboxed REPL.")
     .version(version(), '-V, --version')

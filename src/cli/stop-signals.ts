@@ -1,8 +1,8 @@
 import { EXIT } from './usage-error.js';
 
 /** The signals that stop a run, and the exit code each ends it with: 128 + the signal's number, as shells report. */
-export const STOP_SIGNALS = { SIGINT: EXIT.interrupted, SIGTERM: EXIT.terminated } as const;
-export type StopSignal = keyof typeof STOP_SIGNALS;
+const STOP_SIGNALS = { SIGINT: EXIT.interrupted, SIGTERM: EXIT.terminated } as const;
+type StopSignal = keyof typeof STOP_SIGNALS;
 
 /** Why the CLI stopped a run: the signal that asked first decides the message and the exit code. */
 export class Interruption extends Error {

@@ -10,7 +10,7 @@ import { runChildren, type ParentRun } from './child-runs.js';
 import { routeHostCall, type BlockScope, type HostServices, type ToolHostCall } from './host-calls.js';
 import { LlmQueries } from './llm-queries.js';
 
-export interface BlockServicesOptions {
+interface BlockServicesOptions {
   /** The run whose blocks these serve: its settings, its events, its children. */
   run: ParentRun;
   /** The run's gateway; sub-calls go through it, recorded on their block. */

@@ -62,7 +62,7 @@ export function callerCallIds(runId: string): () => string {
   return () => `call_${runId.slice(0, 8)}_${++calls}`;
 }
 
-export interface RootToolCalls {
+interface RootToolCalls {
   callerTools: CallerTools;
   /** The root model's reply that made the calls (its text, if any). */
   reply: string;

@@ -15,7 +15,7 @@ export interface ParentRun {
 }
 
 /** Who asked for child runs: the parent run, the signal of its block, and where the block's sub-calls are recorded. */
-export interface ChildRunsOrigin {
+interface ChildRunsOrigin {
   parent: ParentRun;
   signal: AbortSignal;
   subcalls: SubcallRecord[];

@@ -6,12 +6,12 @@ import type { BlockScope } from './host-calls.js';
 import type { CodeBlock } from './parsing.js';
 import type { RunEventInput } from './run-types.js';
 
-export interface CodeBlocksOptions {
+interface CodeBlocksOptions {
   services: BlockServices;
   emit: (event: RunEventInput) => void;
 }
 
-export interface ReplyBlocks {
+interface ReplyBlocks {
   /** Awaited only when there are blocks to run. */
   sandbox: Promise<Sandbox<BlockScope>>;
   blocks: CodeBlock[];

@@ -61,7 +61,7 @@ export interface CompactionRecord {
   durationMs: number;
 }
 
-export interface RunInfo {
+interface RunInfo {
   runId: string;
   /** 0 for the root run, 1 for its children, ... */
   depth: number;

@@ -7,7 +7,7 @@ import { RunLimitError } from './limits.js';
 import type { ParsedReply, TextFinal } from './parsing.js';
 import { message } from './prompts.js';
 
-export interface AnsweredTurn {
+interface AnsweredTurn {
   parsed: ParsedReply;
   /** The records of the blocks the reply ran. */
   codeBlocks: CodeBlockRecord[];
@@ -17,7 +17,7 @@ export interface AnsweredTurn {
 }
 
 /** A turn's answer, or the notes that tell the model why its text answer was not taken. */
-export type TurnAnswer = { answer: string; source: 'code' | 'text' } | { answer?: undefined; notes: string[] };
+type TurnAnswer = { answer: string; source: 'code' | 'text' } | { answer?: undefined; notes: string[] };
 
 export class FinalAnswerResolver {
   readonly #maxIterations: number;

@@ -68,7 +68,7 @@ export class RunLimitError extends RunFailedError {
 }
 
 /** The limits shared by a run and all of its child runs. */
-export interface TreeLimits {
+interface TreeLimits {
   maxTokens?: number | undefined;
   maxBudgetUsd?: number | undefined;
   maxLlmCalls?: number | undefined;

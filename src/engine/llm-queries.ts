@@ -9,7 +9,7 @@ import { itemResult, settleCalls } from './fan-out.js';
 type QueryCall = Extract<HostCall, { kind: 'llm_query' | 'llm_query_batched' }>;
 type Prompt = Extract<HostCall, { kind: 'llm_query' }>['prompt'];
 
-export interface LlmQueriesOptions {
+interface LlmQueriesOptions {
   gateway: ModelGateway;
   /** Model used when model code does not name one. */
   defaultModel: string;

@@ -85,7 +85,7 @@ export function partialAnswerOf(reply: string): string | undefined {
 const FINAL_VAR_LINE = /^[ \t]*(?:\*\*)?FINAL_VAR\s*\(.*$/gm;
 
 /** Finds FINAL(...) / FINAL_VAR(...) at the start of a line; parentheses inside are kept whole. */
-export function findTextFinal(prose: string): TextFinal | undefined {
+function findTextFinal(prose: string): TextFinal | undefined {
   const start = /^[ \t]*(?:\*\*)?(FINAL_VAR|FINAL)\s*\(/m.exec(prose);
   if (!start) return undefined;
   const open = start.index + start[0].length;

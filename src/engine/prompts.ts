@@ -38,7 +38,7 @@ const MESSAGE_NAMES = [
   'tool-calls-as-text',
   'tool-result-as-text',
 ] as const;
-export type MessageName = (typeof MESSAGE_NAMES)[number];
+type MessageName = (typeof MESSAGE_NAMES)[number];
 
 interface PromptTemplates {
   system: string;
@@ -81,7 +81,7 @@ function parseMessages(text: string): Record<MessageName, string> {
 }
 
 /** Replaces {{name}} placeholders; unknown placeholders are left as they are. */
-export function render(template: string, values: Record<string, string>): string {
+function render(template: string, values: Record<string, string>): string {
   return template.replace(/\{\{(\w+)\}\}/g, (match, name: string) => values[name] ?? match);
 }
 
@@ -90,7 +90,7 @@ export function message(name: MessageName, values: Record<string, string> = {}):
   return render(templates().messages[name], values);
 }
 
-export interface SystemPromptSettings {
+interface SystemPromptSettings {
   outputLimitChars: number | undefined;
   blockTimeoutMs: number | undefined;
   /** Depth of the run in the tree (0 for the root). */
@@ -171,7 +171,7 @@ export function blockOutputMessage(block: CodeBlockRecord): string {
 }
 
 /** What the root model learns about the context instead of the context itself. */
-export function describeContext(context: unknown): string {
+function describeContext(context: unknown): string {
   const count = (value: number) => value.toLocaleString('en-US');
   if (typeof context === 'string') return message('context-string', { length: count(context.length) });
   if (isFileContext(context)) return message('context-file', { bytes: count(context.bytes) });

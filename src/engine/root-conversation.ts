@@ -20,7 +20,7 @@ export interface RootPrompt {
   readonly sent: ChatMessage[];
 }
 
-export interface RootConversationOptions {
+interface RootConversationOptions {
   systemPrompt: string;
   /** What the context is, and the run's place (see contextMessage). */
   firstMessage: string;

@@ -4,7 +4,7 @@ import type { BlockServices } from './block-services.js';
 import type { BlockScope } from './host-calls.js';
 import type { RunSettings, SessionState } from './run-types.js';
 
-export interface RunSandboxOptions {
+interface RunSandboxOptions {
   context: unknown;
   /** A session's sandbox is reused, and kept when the run ends. */
   session: SessionState | undefined;

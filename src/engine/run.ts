@@ -15,7 +15,7 @@ import { RootConversation, type RootPrompt } from './root-conversation.js';
 import { RunSandbox } from './run-sandbox.js';
 import type { RunEventInput, RunInput, RunOutcome, RunPlacement, TreeShared, TurnOutcome } from './run-types.js';
 
-export interface RunOptions {
+interface RunOptions {
   shared: TreeShared;
   gateway: ModelGateway;
   /** 0 for the root run, 1 for its children, ... */

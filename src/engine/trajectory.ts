@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { UsageSummary } from '../lm/usage.js';
 import type { CompactionRecord, IterationRecord, SubcallRecord } from './events.js';
 
-export interface TrajectoryMetadata {
+interface TrajectoryMetadata {
   rootModel: string;
   subModel: string;
   maxDepth: number;
@@ -94,7 +94,7 @@ export class TrajectoryLogger {
   }
 }
 
-export function iterationJson(record: IterationRecord): Record<string, unknown> {
+function iterationJson(record: IterationRecord): Record<string, unknown> {
   return {
     prompt: record.prompt,
     response: record.response,

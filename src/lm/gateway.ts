@@ -25,7 +25,7 @@ export type ModelCallEvent =
       error?: { name: string; message: string };
     };
 
-export interface ModelGatewayOptions {
+interface ModelGatewayOptions {
   /** Resolves each request's model name to the LanguageModel that serves it. */
   models: ModelProvider;
   scheduler: ModelScheduler;

@@ -11,7 +11,7 @@ import { toolCallMessage, type ChatMessage, type ChatRequest, type ChatResponse,
  * calls back to model code, because a handler written in sandbox JavaScript can only be called
  * from inside the sandbox.
  */
-export type ToolLoopStep = { type: 'model'; request: ChatRequest } | { type: 'tools'; calls: ToolInvocation[] };
+type ToolLoopStep = { type: 'model'; request: ChatRequest } | { type: 'tools'; calls: ToolInvocation[] };
 
 /** A tool call with its arguments parsed, ready for a handler. */
 export interface ToolInvocation {
@@ -60,7 +60,7 @@ function checkCall(call: ToolCall, toolNames: Set<string>): ToolInvocation | str
 }
 
 /** How a driver gets outputs for tool calls: one string per call, in order. */
-export type ToolRunner = (calls: ToolInvocation[]) => Promise<string[]>;
+type ToolRunner = (calls: ToolInvocation[]) => Promise<string[]>;
 
 /** Runs the loop to its answer: model calls through `callModel`, tool calls through `runTools`. */
 export async function driveToolLoop(

@@ -8,7 +8,7 @@ import { join } from 'node:path';
  * VMs), while a file on tmpfs is one write here and one read there. The string is written in
  * slices, so the host never holds a second full-size copy.
  */
-export interface ContextFile {
+interface ContextFile {
   path: string;
   /** Pure ASCII is decoded as latin1 by the worker, the fastest decoder. */
   encoding: 'latin1' | 'utf8';

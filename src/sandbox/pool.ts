@@ -5,7 +5,7 @@ import { WorkerProcess } from './worker-process.js';
  * hundred milliseconds; taking a warm worker takes none, so every sandbox after the first (child
  * RLMs, resets after a crash) starts quickly. Spare workers never keep the host process alive.
  */
-export class WorkerPool {
+class WorkerPool {
   private readonly spares: WorkerProcess[] = [];
   private refillScheduled = false;
 

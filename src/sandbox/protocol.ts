@@ -120,7 +120,7 @@ const chatMessageSchema = z
   })
   .passthrough();
 
-export const promptSchema = z.union([
+const promptSchema = z.union([
   z.string(),
   z.array(chatMessageSchema).min(1, 'a message list needs at least one message'),
 ]);

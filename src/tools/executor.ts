@@ -8,7 +8,7 @@ import type { ExecutionPolicy } from './define.js';
 import type { ToolRegistry } from './registry.js';
 
 /** One requested call: arguments as an object, or as the JSON text a model wrote. */
-export interface ToolCallRequest {
+interface ToolCallRequest {
   callId?: string;
   name: string;
   arguments: unknown;
@@ -25,7 +25,7 @@ export interface ToolResult {
   durationMs: number;
 }
 
-export interface ToolExecutorOptions {
+interface ToolExecutorOptions {
   /** Policy for tools that do not set one. @default 'parallel' */
   defaultPolicy?: ExecutionPolicy;
   /** Parallel tool calls running at once. @default 10 */

@@ -10,7 +10,7 @@ import { compileTypeScript, loadEsbuild, type SyntaxProblem } from '../typescrip
 import { toTool, type AnyTool } from './define.js';
 
 /** What setup files contribute to a run. */
-export interface SetupContribution {
+interface SetupContribution {
   /** Host tools, callable from model code as tools.NAME(args) and tool_handler(name, args). */
   tools: AnyTool[];
   /** JavaScript run inside the sandbox before the first block. */

@@ -16,7 +16,7 @@ export interface RunLog {
   problems: string[];
 }
 
-export interface LogMetadata {
+interface LogMetadata {
   /** The run's question (rlm logs only). */
   query: string | undefined;
   rootModel: string | undefined;
@@ -69,7 +69,7 @@ export interface ToolCallView {
   durationMs: number | undefined;
 }
 
-export interface CompactionView {
+interface CompactionView {
   /** The iteration after which the conversation was compacted. */
   afterIteration: number;
   tokensBefore: number | undefined;
@@ -77,7 +77,7 @@ export interface CompactionView {
   summary: string;
 }
 
-export interface RunEndView {
+interface RunEndView {
   status: string;
   answer: string | undefined;
   /** The answer was forced after the iteration limit; undefined when the log does not say. */

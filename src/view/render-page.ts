@@ -13,7 +13,7 @@ hljs.registerLanguage('javascript', javascript);
 /** Longer texts show this many characters, with a control to expand the rest. */
 const PREVIEW_CHARS = 2_000;
 
-export interface RunStats {
+interface RunStats {
   iterations: number;
   codeBlocks: number;
   subcalls: number;
