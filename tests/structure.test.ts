@@ -73,10 +73,51 @@ function importCycles(): string[][] {
   return cycles;
 }
 
+/** Where each folder's modules may import from (ARCHITECTURE.md, "What may import what"). */
+const SHARED = 'src/*.ts';
+const MAY_IMPORT: Record<string, string[]> = {
+  'src/cli': ['src/index.ts', 'src/testing.ts', 'src/view', 'src/tools', 'src/sandbox', SHARED],
+  'src/server': ['src/api', 'src/engine', 'src/lm', SHARED],
+  'src/api': ['src/engine', 'src/lm', SHARED],
+  'src/testing': ['src/engine', 'src/lm', SHARED],
+  'src/engine': ['src/lm', 'src/sandbox', 'src/tools', SHARED],
+  'src/tools': ['src/lm', 'src/sandbox', SHARED],
+  'src/sandbox': [SHARED],
+  'src/lm': [SHARED],
+  'src/view': [],
+  sandbox: ['src/sandbox/shared.ts', 'src/lm/tool-text.ts'],
+};
+
+/** The layer a file belongs to: its folder under src/, `sandbox`, or src/*.ts for the shared modules. */
+function layerOf(file: string): string {
+  const parts = file.split('/');
+  if (parts[0] === 'sandbox') return 'sandbox';
+  return parts.length > 2 ? `${parts[0]}/${parts[1]}` : SHARED;
+}
+
+function importsAgainstLayers(): string[] {
+  const found: string[] = [];
+  for (const [file, source] of parsed) {
+    const allowed = MAY_IMPORT[layerOf(file)];
+    if (!allowed) continue; // src/index.ts, src/testing.ts and the shared modules themselves
+    for (const target of importsOf(file, source)) {
+      const layer = layerOf(target);
+      if (layer === layerOf(file) || allowed.includes(target) || (layer !== SHARED && allowed.includes(layer))) continue;
+      if (layer === SHARED && allowed.includes(SHARED) && target !== 'src/index.ts' && target !== 'src/testing.ts') continue;
+      found.push(`${file} -> ${target}`);
+    }
+  }
+  return found;
+}
+
 describe('the shape of the code', () => {
   it(`has no function over ${MAX_FUNCTION_LINES} lines in ${FOLDERS.join(' or ')}`, () => {
     expect(files.length).toBeGreaterThan(50);
     expect([...parsed].flatMap(([file, source]) => longFunctions(file, source))).toEqual([]);
+  });
+
+  it('imports only down the layers', () => {
+    expect(importsAgainstLayers()).toEqual([]);
   });
 
   it('has no import cycles', () => {
