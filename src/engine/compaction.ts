@@ -2,6 +2,7 @@
 // measured (the prompt tokens the provider reported for the last root call, plus an estimate for
 // what was added since); past the threshold the root model summarizes its progress and the summary
 // replaces the older turns, while the full conversation goes into the sandbox as `history`.
+import { estimateTokens } from '../lm/token-estimate.js';
 import type { ChatMessage } from '../lm/types.js';
 
 /** Context windows (tokens) of known models, by name prefix; the longest matching prefix wins. */
@@ -36,20 +37,6 @@ export function contextWindowOf(model: string, configured: number | undefined): 
   let best: [string, number] | undefined;
   for (const entry of KNOWN_WINDOWS) if (name.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
   return best?.[1] ?? DEFAULT_CONTEXT_WINDOW;
-}
-
-/**
- * Characters per token, for estimates that must err high: English and code average about 4 under
- * the common BPE vocabularies, so 3.5 overcounts them a little. The same figure turns tokens back
- * into characters (an output cut to fit the window), so a cut output measures what it was cut to.
- */
-export const CHARS_PER_TOKEN = 3.5;
-
-/** A token estimate that errs high (see CHARS_PER_TOKEN), plus the few tokens each message's framing costs. */
-export function estimateTokens(messages: ChatMessage[]): number {
-  let chars = 0;
-  for (const message of messages) chars += typeof message.content === 'string' ? message.content.length : JSON.stringify(message.content ?? '').length;
-  return Math.ceil(chars / CHARS_PER_TOKEN) + 4 * messages.length;
 }
 
 /**

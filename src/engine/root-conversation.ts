@@ -1,6 +1,7 @@
 import type { ChatMessage } from '../lm/types.js';
 import { alternateRoles } from './alternation.js';
-import { CHARS_PER_TOKEN, ConversationMeter, estimateTokens } from './compaction.js';
+import { CHARS_PER_TOKEN, estimateTokens } from '../lm/token-estimate.js';
+import { ConversationMeter } from './compaction.js';
 import type { CodeBlockRecord, CompactionRecord } from './events.js';
 import { RunLimitError } from './limits.js';
 import { blockOutputMessage, forceFinalPrompt, message, turnPrompt } from './prompts.js';

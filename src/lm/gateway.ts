@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describeError } from '../errors.js';
+import { estimateTokens } from './token-estimate.js';
 import type { ModelScheduler } from './scheduler.js';
 import type { ModelProvider } from './provider.js';
 import type { ChatRequest, ChatResponse } from './types.js';
@@ -100,9 +101,4 @@ export class ModelGateway {
     guard?.afterCall();
     return response;
   }
-}
-
-/** About four characters per token: a rough count of what a prompt costs. */
-function estimateTokens(messages: ChatRequest['messages']): number {
-  return Math.ceil(JSON.stringify(messages).length / 4);
 }

@@ -69,15 +69,19 @@ export class ScriptedModel implements LanguageModel {
       content,
       toolCalls,
       usage: {
-        inputTokens: normalized.usage?.inputTokens ?? estimateTokens(JSON.stringify(request.messages)),
-        outputTokens: normalized.usage?.outputTokens ?? estimateTokens((content ?? '') + JSON.stringify(toolCalls)),
+        inputTokens: normalized.usage?.inputTokens ?? reportedTokens(JSON.stringify(request.messages)),
+        outputTokens: normalized.usage?.outputTokens ?? reportedTokens((content ?? '') + JSON.stringify(toolCalls)),
       },
       finishReason: normalized.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
     };
   }
 }
 
-function estimateTokens(text: string): number {
+/**
+ * The usage a real server would report: about four characters a token, as common tokenizers count
+ * English. Not an estimate that must err high (that is src/lm/token-estimate.ts).
+ */
+function reportedTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RLM, RlmError, calculatorTool, echoTool, type RlmEvent } from '../../src/index.js';
 import { InstallationError } from '../../src/errors.js';
-import { estimateTokens } from '../../src/engine/compaction.js';
+import { estimateTokens } from '../../src/lm/token-estimate.js';
 import { resultOf } from '../../src/engine/events.js';
 import { RootConversation } from '../../src/engine/root-conversation.js';
 import { ScriptedModel } from '../../src/testing.js';
