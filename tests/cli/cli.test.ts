@@ -6,11 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 import { eventually, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
-import { codeThenFinal } from './helpers.js';
+import { BIN, codeThenFinal } from './helpers.js';
+import { repl } from '../repl.js';
 
-const BIN = join(packageRoot(), 'bin', 'rlm.js');
 const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
-const repl = (code: string) => '```repl\n' + code + '\n```';
 
 /** Root model "root" runs `code` once, then answers with FINAL from what it printed. Sub-model "sub" echoes. */
 let rootScript: (request: FakeRequest) => FakeReply = () => 'FINAL(unused)';

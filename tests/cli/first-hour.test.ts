@@ -5,7 +5,7 @@ import { z as zod3 } from 'zod3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineTool } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
-import { BIN, closedPort, codeThenFinal, repl, runCli, scratch, scratchFile } from './helpers.js';
+import { BIN, closedPort, codeThenFinal, runCli, scratch, scratchFile } from './helpers.js';
 
 // What a new user trips over, tried through the real binary.
 

@@ -5,10 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/paths.js';
 import type { FakeReply, FakeRequest } from '../../src/testing.js';
+import { repl } from '../repl.js';
 
 export const BIN = join(packageRoot(), 'bin', 'rlm.js');
 export const scratch = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
-export const repl = (code: string) => '```repl\n' + code + '\n```';
 
 export interface CliResult {
   code: number | null;

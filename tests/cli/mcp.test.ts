@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
 import { eventually } from '../processes.js';
-import { BIN, codeThenFinal, repl, scratchFile } from './helpers.js';
+import { BIN, codeThenFinal, scratchFile } from './helpers.js';
+import { repl } from '../repl.js';
 
 const FIXTURE = join(packageRoot(), 'tests', 'fixtures', 'mcp-server.mjs');
 const texts = (request: FakeRequest) => (request.body.messages as { content?: unknown }[]).map((message) => String(message.content));

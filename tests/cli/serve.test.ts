@@ -3,7 +3,8 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
 import { sawOutput } from '../server/helpers.js';
-import { BIN, repl, runCli, scratch } from './helpers.js';
+import { BIN, runCli, scratch } from './helpers.js';
+import { repl } from '../repl.js';
 
 let upstream: FakeOpenAIServer;
 beforeAll(async () => {

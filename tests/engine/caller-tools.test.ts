@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RLM, type ChatMessage, type ToolCall } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
-import { repl } from './helpers.js';
+import { repl } from '../repl.js';
 
 const searchSpec = { type: 'function' as const, function: { name: 'search_database', description: 'Search', parameters: { type: 'object', properties: { query: { type: 'string' } } } } };
 

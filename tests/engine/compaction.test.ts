@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ChatRequest, type RlmEvent } from '../../src/index.js';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from '../../src/engine/compaction.js';
-import { lastUserMessage, models, repl } from './helpers.js';
+import { lastUserMessage, models } from './helpers.js';
 import { rejectionOf } from '../rejection.js';
+import { repl } from '../repl.js';
 
 const WINDOW = 6_000;
 /** How the scripted provider counts a prompt's tokens (what it reports as prompt_tokens). */

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
 import { workerPids } from '../processes.js';
-import { models, repl } from './helpers.js';
+import { models } from './helpers.js';
+import { repl } from '../repl.js';
 
 describe('events', () => {
   it('streams typed events in order, and completion() returns what run-end carries', async () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ChatRequest } from '../../src/index.js';
-import { lastUserMessage, models, repl } from './helpers.js';
+import { lastUserMessage, models } from './helpers.js';
 import { rejectionOf } from '../rejection.js';
+import { repl } from '../repl.js';
 
 const isChild = (request: ChatRequest) => String(request.messages[1]?.content ?? '').includes('You are a child run');
 

@@ -11,7 +11,8 @@ import { HostCallError, InstallationError } from '../../src/errors.js';
 import { packageRoot } from '../../src/paths.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { workerPids } from '../processes.js';
-import { lastUserMessage, models, repl } from './helpers.js';
+import { lastUserMessage, models } from './helpers.js';
+import { repl } from '../repl.js';
 
 describe('sessions stream and complete through one path', () => {
   it('gives a streamed turn the same history as a completed one', async () => {

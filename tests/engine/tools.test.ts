@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { calculatorTool, defineTool, RLM, type RlmEvent } from '../../src/index.js';
 import { packageRoot } from '../../src/paths.js';
-import { models, repl } from './helpers.js';
+import { models } from './helpers.js';
+import { repl } from '../repl.js';
 
 const stats = defineTool({
   name: 'get_stats',

@@ -6,6 +6,7 @@ import { packageRoot } from '../../src/paths.js';
 import { ModelError, OpenAIModel } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply } from '../../src/testing.js';
 import { rejectionOf } from '../rejection.js';
+import { repl } from '../repl.js';
 
 // The real openai client over real HTTP against a server that misbehaves on purpose.
 
@@ -92,7 +93,7 @@ describe('streams that end early (SSE)', () => {
   });
 
   it('fails, after retries, when every attempt is cut', async () => {
-    const cut: FakeReply = { fault: 'stream-cut', content: '```repl\nprint(1)\n```' };
+    const cut: FakeReply = { fault: 'stream-cut', content: repl('print(1)') };
     const { server, ask } = await modelFacing([cut, cut, cut], { stream: true });
     expect((await failure(ask())).message).toBe("The model's reply stream ended early: the connection closed before the reply was complete (3 attempts).");
     expect(server.requests).toHaveLength(3);

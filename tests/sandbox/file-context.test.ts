@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError, fileContext, RLM } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { createSandbox } from './helpers.js';
+import { repl } from '../repl.js';
 
 const folder = mkdtempSync(join(tmpdir(), 'rlm-file-context-'));
 
@@ -23,7 +24,7 @@ describe('a context read from a file by the worker', () => {
   it('is described to the root model by its size, without the host reading it', async () => {
     const path = join(folder, 'big.txt');
     writeFileSync(path, 'x'.repeat(3_000_000));
-    const root = new ScriptedModel(['```repl\nFINAL(String(context.length))\n```']);
+    const root = new ScriptedModel([repl('FINAL(String(context.length))')]);
     const result = await new RLM({ model: 'root', languageModel: root }).completion({ context: fileContext(path), query: 'how long?' });
     expect(result.response).toBe('3000000');
     expect(JSON.stringify(root.calls[0]!.messages)).toContain('Your context is a string of about 3,000,000 characters (a text file of 3,000,000 bytes).');

@@ -8,6 +8,7 @@ import { packageRoot } from '../../src/paths.js';
 import { RLM, Sandbox } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { eventually, isReaped, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
+import { repl } from '../repl.js';
 
 // A program using the library, as a user would write it: its sandbox spins in a CPU-bound block.
 const PROGRAM = `
@@ -48,7 +49,7 @@ it('a disposed sandbox has no worker process left: dispose resolves once it has 
 it('RLM.completion resolves with its sandbox worker gone, at once', async () => {
   const pidsDuringRun: number[] = [];
   const languageModel = new ScriptedModel((_request, index) => {
-    if (index === 0) return '```repl\nprint(1)\n```';
+    if (index === 0) return repl('print(1)');
     pidsDuringRun.push(...workerPids());
     return 'FINAL(done)';
   });

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { serve } from '../../src/index.js';
 import { workerPids } from '../processes.js';
 import { closedPort } from '../cli/helpers.js';
-import { repl, rlmServer, sawOutput } from './helpers.js';
+import { rlmServer, sawOutput } from './helpers.js';
+import { repl } from '../repl.js';
 
 async function post(url: string, body: string, headers: Record<string, string> = {}) {
   const response = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });

@@ -3,7 +3,6 @@ import { afterEach } from 'vitest';
 import { serve, type RunningServer, type ServeOptions } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 
-export const repl = (code: string) => '```repl\n' + code + '\n```';
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {

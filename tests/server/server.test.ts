@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, serve } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeReply } from '../../src/testing.js';
 import { rejectionOf } from '../rejection.js';
-import { repl, rlmServer, seenByRoot } from './helpers.js';
+import { rlmServer, seenByRoot } from './helpers.js';
+import { repl } from '../repl.js';
 
 // The official openai client is the caller, over real HTTP.
 

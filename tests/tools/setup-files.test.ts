@@ -6,6 +6,7 @@ import { ConfigurationError, RLM } from '../../src/index.js';
 import { loadSetupFiles } from '../../src/tools/setup-files.js';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { repl } from '../repl.js';
 
 // Setup files live outside the project on purpose: `rlm` and `zod` must still resolve.
 const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-files-'));
@@ -80,7 +81,7 @@ export const sandboxSetup = 'const FROM_SETUP = 1;';
 describe('setup code (the setupCode option)', () => {
   let server: FakeOpenAIServer;
   beforeAll(async () => {
-    server = await startFakeOpenAIServer({ reply: () => '```repl\nFINAL(String(double(21)))\n```' });
+    server = await startFakeOpenAIServer({ reply: () => repl('FINAL(String(double(21)))') });
   });
   afterAll(() => server.close());
   const rlm = (setupCode: ConstructorParameters<typeof RLM>[0]['setupCode']) => new RLM({ model: 'root', baseURL: server.baseURL, setupCode });

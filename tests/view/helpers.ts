@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { defineTool, RLM } from '../../src/index.js';
 import { BIN } from '../cli/helpers.js';
-import { models, repl } from '../engine/helpers.js';
+import { models } from '../engine/helpers.js';
+import { repl } from '../repl.js';
 
 const lookup = defineTool({
   name: 'lookup',

@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { RLM } from '../../src/index.js';
 import { readRunLog } from '../../src/view/log-reader.js';
 import { renderPage, runStats } from '../../src/view/render-page.js';
-import { models, repl } from '../engine/helpers.js';
+import { models } from '../engine/helpers.js';
 import { loggedRun } from './helpers.js';
+import { repl } from '../repl.js';
 
 const line = (entry: unknown) => JSON.stringify(entry);
 
