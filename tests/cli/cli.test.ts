@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
@@ -8,8 +7,9 @@ import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type Fake
 import { eventually, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
 import { BIN, codeThenFinal } from './helpers.js';
 import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
-const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
+const folder = tempFolder('rlm-cli-');
 
 /** Root model "root" runs `code` once, then answers with FINAL from what it printed. Sub-model "sub" echoes. */
 let rootScript: (request: FakeRequest) => FakeReply = () => 'FINAL(unused)';

@@ -1,11 +1,11 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
 import { workerPids } from '../processes.js';
 import { models } from './helpers.js';
 import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 describe('events', () => {
   it('streams typed events in order, and completion() returns what run-end carries', async () => {
@@ -113,7 +113,7 @@ describe('events', () => {
 
 describe('trajectory logs', () => {
   it('writes the reference logger schema, nests child runs and never writes the API key', async () => {
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-logs-'));
+    const logDir = tempFolder('rlm-logs-');
     const { languageModel } = models((request) =>
       String(request.messages[1]?.content).includes('child run') ? repl('FINAL("child done")') : request.messages.length > 3 ? 'FINAL(all done)' : repl('const r = rlm_query("sub task sk-secret-key-123"); print(r)'),
     );
@@ -135,7 +135,7 @@ describe('trajectory logs', () => {
   });
 
   it('keeps every completed iteration on disk when the run fails, and ends the log saying how', async () => {
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-logs-'));
+    const logDir = tempFolder('rlm-logs-');
     const { languageModel } = models([repl('print(1)'), repl('print(2)'), new Error('connection lost')]);
     await expect(new RLM({ model: 'root', languageModel, logDir }).completion('c')).rejects.toThrow('connection lost');
     const [file] = readdirSync(logDir);
@@ -147,7 +147,7 @@ describe('trajectory logs', () => {
 
 describe('setup code', () => {
   it('runs JavaScript, TypeScript and files before the first block', async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-'));
+    const folder = tempFolder('rlm-setup-');
     const file = join(folder, 'helpers.ts');
     writeFileSync(file, 'function shout(text: string): string { return text.toUpperCase() + "!" }\n');
     const { languageModel } = models([repl('FINAL([greeting, double(21), shout("hi")].join(" "))')]);

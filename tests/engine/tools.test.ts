@@ -1,5 +1,4 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -7,6 +6,7 @@ import { calculatorTool, defineTool, RLM, type RlmEvent } from '../../src/index.
 import { packageRoot } from '../../src/paths.js';
 import { models } from './helpers.js';
 import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 const stats = defineTool({
   name: 'get_stats',
@@ -25,7 +25,7 @@ describe('host tools in the sandbox', () => {
       'print(JSON.stringify({ direct, text, failure, viaModel, names: TOOLS.map((t) => t.function.name) }))',
     ].join('\n');
     const { rootModel, subModel, languageModel } = models([repl(code), 'FINAL(done)'], [{ toolCalls: [{ name: 'get_stats', arguments: { question_id: 'q1' } }] }, 'q1 averages 4.2']);
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-tool-logs-'));
+    const logDir = tempFolder('rlm-tool-logs-');
     const rlm = new RLM({ model: 'root', subModel: 'sub', languageModel, tools: [stats, calculatorTool], logDir });
     const events: RlmEvent[] = [];
     let logPath = '';

@@ -1,13 +1,13 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, fileContext, RLM } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { createSandbox } from './helpers.js';
 import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
-const folder = mkdtempSync(join(tmpdir(), 'rlm-file-context-'));
+const folder = tempFolder('rlm-file-context-');
 
 describe('a context read from a file by the worker', () => {
   it('is the file\'s text in the sandbox, also after a reset', async () => {

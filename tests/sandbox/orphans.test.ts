@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { RLM, Sandbox } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { eventually, isReaped, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
 import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 // A program using the library, as a user would write it: its sandbox spins in a CPU-bound block.
 const PROGRAM = `
@@ -19,7 +19,7 @@ console.log(sandbox.processId);
 `;
 
 it('a sandbox worker dies soon after the program using the library is killed, even mid-block', async () => {
-  const script = join(mkdtempSync(join(tmpdir(), 'rlm-orphans-')), 'spin.mjs');
+  const script = join(tempFolder('rlm-orphans-'), 'spin.mjs');
   writeFileSync(script, PROGRAM);
   const program = spawn(process.execPath, [script, pathToFileURL(join(packageRoot(), 'dist', 'index.js')).href], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((resolve) => program.on('exit', resolve));

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigurationError, RLM } from '../../src/index.js';
@@ -7,9 +6,10 @@ import { loadSetupFiles } from '../../src/tools/setup-files.js';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
 import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 // Setup files live outside the project on purpose: `rlm` and `zod` must still resolve.
-const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-files-'));
+const folder = tempFolder('rlm-setup-files-');
 const file = (name: string, content: string) => {
   const path = join(folder, name);
   writeFileSync(path, content);
