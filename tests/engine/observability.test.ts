@@ -2,7 +2,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
-import { workerPids } from '../processes.js';
+import { deferred } from '../deferred.js';
+import { eventually, workerPids } from '../processes.js';
 import { models } from './helpers.js';
 import { repl } from '../repl.js';
 import { tempFolder } from '../temp-folder.js';
@@ -89,24 +90,27 @@ describe('events', () => {
       if (event.type === 'code-start') break;
     }
     // The run stops: its sandbox goes away (only the pool's spares are left) and nothing waits on the slow call.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(workerPids().length).toBeLessThanOrEqual(spares);
+    expect(await eventually(() => workerPids().length <= spares, 4_000)).toBe(true);
     expect(subModel.calls.length).toBeLessThanOrEqual(1);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('disposes every sandbox when a run is cancelled', async () => {
     const controller = new AbortController();
-    const { languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
+    const subAsked = deferred();
+    const slowSub = () => {
+      subAsked.resolve();
+      return { content: 'late', delayMs: 10_000 };
+    };
+    const { languageModel } = models([repl('llm_query("slow")')], slowSub);
     await Sandbox.prewarm();
     const spares = workerPids().length;
     const run = new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await subAsked.promise; // the run's block is waiting on the sub-call: its sandbox is running
     const during = workerPids().length;
     controller.abort(new Error('stop'));
     await expect(run).rejects.toThrow('stop');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(workerPids().length).toBeLessThan(during);
+    expect(await eventually(() => workerPids().length < during, 4_000)).toBe(true);
     expect(workerPids().length).toBeLessThanOrEqual(spares); // only the pool's spares
   });
 });

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ModelError, OpenAIModel } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeOpenAIServerOptions } from '../../src/testing.js';
+import { rejectionOf } from '../rejection.js';
 
 let server: FakeOpenAIServer | undefined;
 async function serve(options: FakeOpenAIServerOptions) {
@@ -84,13 +85,13 @@ describe('OpenAIModel errors and retries', () => {
     const model = new OpenAIModel({ baseURL: fake.baseURL, maxRetries: 3 });
     await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 400 });
     expect(fake.requests).toHaveLength(1);
-    await expect(model.chat({ model: 'nope', messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/HTTP 404.*Check the model name "nope"/);
+    expect(await rejectionOf(model.chat({ model: 'nope', messages: [{ role: 'user', content: 'x' }] }), ModelError)).toMatchObject({ code: 'model_error', message: expect.stringMatching(/HTTP 404.*Check the model name "nope"/) });
   });
 
   it('times out a slow request', async () => {
     const fake = await serve({ latencyMs: 2_000, reply: () => 'late' });
     const model = new OpenAIModel({ baseURL: fake.baseURL, timeoutMs: 100, maxRetries: 0 });
-    await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/no complete response within 100 ms \(the request timeout\)/);
+    expect(await rejectionOf(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] }), ModelError)).toMatchObject({ code: 'model_error', message: expect.stringMatching(/no complete response within 100 ms \(the request timeout\)/) });
   });
 
   it('stops when the signal aborts, with the caller’s reason', async () => {

@@ -1,11 +1,12 @@
 import { singleModelProvider } from '../../src/lm/provider.js';
 import { describe, expect, it } from 'vitest';
-import type { ModelCallEvent } from '../../src/index.js';
+import { ConfigurationError, type ModelCallEvent } from '../../src/index.js';
 import { ModelGateway } from '../../src/lm/gateway.js';
 import { findPrice } from '../../src/lm/prices.js';
 import { ModelScheduler } from '../../src/lm/scheduler.js';
 import { UsageTracker } from '../../src/lm/usage.js';
 import { ScriptedModel } from '../../src/testing.js';
+import { thrownBy } from '../rejection.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -50,7 +51,7 @@ describe('ModelScheduler', () => {
   });
 
   it('rejects a bad concurrency', () => {
-    expect(() => new ModelScheduler(0)).toThrow(/whole number >= 1, got 0/);
+    expect(thrownBy(() => new ModelScheduler(0), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/whole number >= 1, got 0/) });
   });
 });
 

@@ -6,6 +6,7 @@ import { ScriptedModel } from '../../src/testing.js';
 import { createSandbox } from './helpers.js';
 import { repl } from '../repl.js';
 import { tempFolder } from '../temp-folder.js';
+import { thrownBy } from '../rejection.js';
 
 const folder = tempFolder('rlm-file-context-');
 
@@ -31,7 +32,7 @@ describe('a context read from a file by the worker', () => {
   });
 
   it('refuses a path that is not a file', () => {
-    expect(() => fileContext(join(folder, 'missing.txt'))).toThrow(ConfigurationError);
-    expect(() => fileContext(folder)).toThrow(/is not a file/);
+    expect(thrownBy(() => fileContext(join(folder, 'missing.txt')), ConfigurationError).code).toBe('configuration_error');
+    expect(thrownBy(() => fileContext(folder), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/is not a file/) });
   });
 });

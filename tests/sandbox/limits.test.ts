@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../../src/index.js';
 import { createSandbox, runBlocks } from './helpers.js';
+import { rejectionOf } from '../rejection.js';
 
 describe('block timeout', () => {
   const loops = {
@@ -127,8 +129,8 @@ describe('other runaway code', () => {
   });
 
   it('validates its options with messages that show what was given', async () => {
-    await expect(createSandbox({ memoryLimitMb: 4 })).rejects.toThrow(/memoryLimitMb: .*16.*got 4/);
-    await expect(createSandbox({ blockTimeoutMs: 'soon' as unknown as number })).rejects.toThrow(/blockTimeoutMs: .*got "soon"/);
+    expect(await rejectionOf(createSandbox({ memoryLimitMb: 4 }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/memoryLimitMb: .*16.*got 4/) });
+    expect(await rejectionOf(createSandbox({ blockTimeoutMs: 'soon' as unknown as number }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/blockTimeoutMs: .*got "soon"/) });
   });
 
   it('runs several blocks back to back after errors', async () => {
