@@ -1,10 +1,11 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RLM, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
+import { ConfigurationError, RLM, RunFailedError, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
 import { deferred } from '../deferred.js';
 import { eventually, workerPids } from '../processes.js';
 import { models } from './helpers.js';
+import { rejectionOf, thrownBy } from '../rejection.js';
 import { repl } from '../repl.js';
 import { tempFolder } from '../temp-folder.js';
 
@@ -33,11 +34,13 @@ describe('events', () => {
   it('emits an error event, then throws from the stream', async () => {
     const { languageModel } = models([new Error('root model unavailable')]);
     const seen: string[] = [];
-    await expect(
+    const failure = await rejectionOf(
       (async () => {
         for await (const event of new RLM({ model: 'root', languageModel }).stream('c')) seen.push(event.type);
       })(),
-    ).rejects.toThrow('root model unavailable');
+      RunFailedError,
+    );
+    expect(failure).toMatchObject({ code: 'run_failed', message: expect.stringContaining('root model unavailable') });
     expect(seen).toEqual(['run-start', 'iteration-start', 'llm-call-start', 'llm-call-running', 'llm-call-end', 'error']);
   });
 
@@ -108,8 +111,9 @@ describe('events', () => {
     const run = new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal });
     await subAsked.promise; // the run's block is waiting on the sub-call: its sandbox is running
     const during = workerPids().length;
-    controller.abort(new Error('stop'));
-    await expect(run).rejects.toThrow('stop');
+    const stop = new Error('stop');
+    controller.abort(stop);
+    expect(await rejectionOf(run, Error)).toBe(stop); // a cancelled run rejects with its caller's reason as it is
     expect(await eventually(() => workerPids().length < during, 4_000)).toBe(true);
     expect(workerPids().length).toBeLessThanOrEqual(spares); // only the pool's spares
   });
@@ -141,7 +145,7 @@ describe('trajectory logs', () => {
   it('keeps every completed iteration on disk when the run fails, and ends the log saying how', async () => {
     const logDir = tempFolder('rlm-logs-');
     const { languageModel } = models([repl('print(1)'), repl('print(2)'), new Error('connection lost')]);
-    await expect(new RLM({ model: 'root', languageModel, logDir }).completion('c')).rejects.toThrow('connection lost');
+    expect(await rejectionOf(new RLM({ model: 'root', languageModel, logDir }).completion('c'), RunFailedError)).toMatchObject({ code: 'run_failed', message: expect.stringContaining('connection lost') });
     const [file] = readdirSync(logDir);
     const lines = readFileSync(join(logDir, file!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'iteration', 'run_end']);
@@ -165,8 +169,10 @@ describe('setup code', () => {
 
   it('fails the run with the setup error', async () => {
     const { languageModel } = models([repl('FINAL(1)')]);
-    await expect(new RLM({ model: 'root', languageModel, setupCode: 'throw new Error("bad setup")' }).completion('c')).rejects.toThrow(/Setup code failed: Error: bad setup/);
-    expect(() => new RLM({ model: 'root', languageModel, setupCode: { file: '/nonexistent/setup.js' } })).toThrow(/Cannot read setup code file \/nonexistent\/setup.js/);
+    const failedSetup = await rejectionOf(new RLM({ model: 'root', languageModel, setupCode: 'throw new Error("bad setup")' }).completion('c'), RunFailedError);
+    expect(failedSetup).toMatchObject({ code: 'sandbox_setup_failed', message: expect.stringMatching(/Setup code failed: Error: bad setup/) });
+    const unreadable = thrownBy(() => new RLM({ model: 'root', languageModel, setupCode: { file: '/nonexistent/setup.js' } }), ConfigurationError);
+    expect(unreadable).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Cannot read setup code file \/nonexistent\/setup.js/) });
   });
 });
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ModelError, OpenAIModel } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeOpenAIServerOptions } from '../../src/testing.js';
+import { eventually } from '../processes.js';
 import { rejectionOf } from '../rejection.js';
 
 let server: FakeOpenAIServer | undefined;
@@ -98,8 +99,12 @@ describe('OpenAIModel errors and retries', () => {
     const fake = await serve({ latencyMs: 2_000, reply: () => 'late' });
     const model = new OpenAIModel({ baseURL: fake.baseURL, maxRetries: 0 });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('user pressed stop')), 50);
-    await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }], signal: controller.signal })).rejects.toThrow('user pressed stop');
+    const stop = new Error('user pressed stop');
+    const chat = model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }], signal: controller.signal });
+    // The caller stops once the server holds the request, 2 s before it would answer.
+    expect(await eventually(() => fake.requests.length === 1, 10_000)).toBe(true);
+    controller.abort(stop);
+    expect(await rejectionOf(chat, Error)).toBe(stop);
   });
 
   it('sends the API key and extra body fields', async () => {
