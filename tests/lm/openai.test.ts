@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ModelError, OpenAIModel } from '../../src/index.js';
+import { ConfigurationError, ModelError, OpenAIModel } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeOpenAIServerOptions } from '../../src/testing.js';
 import { eventually } from '../processes.js';
-import { rejectionOf } from '../rejection.js';
+import { rejectionOf, thrownBy } from '../rejection.js';
 
 let server: FakeOpenAIServer | undefined;
 async function serve(options: FakeOpenAIServerOptions) {
@@ -131,9 +131,10 @@ describe('OpenAIModel errors and retries', () => {
     const saved = process.env.OPENAI_API_KEY;
     delete process.env.OPENAI_API_KEY;
     try {
-      expect(() => new OpenAIModel({ baseURL: 'https://api.example.com/v1' })).toThrow(
-        expect.objectContaining({ code: 'missing_api_key', message: expect.stringMatching(/OPENAI_API_KEY is not set: pass --api-key/) }),
-      );
+      expect(thrownBy(() => new OpenAIModel({ baseURL: 'https://api.example.com/v1' }), ConfigurationError)).toMatchObject({
+        code: 'missing_api_key',
+        message: expect.stringMatching(/OPENAI_API_KEY is not set: pass --api-key/),
+      });
     } finally {
       if (saved !== undefined) process.env.OPENAI_API_KEY = saved;
     }

@@ -10,7 +10,8 @@ describe('defineTool', () => {
   it('checks names against OpenAI’s rules at definition', () => {
     expect(defineTool({ name: 'get_stats-2', execute: noop }).name).toBe('get_stats-2');
     for (const bad of ['has space', 'dots.are.bad', '', 'x'.repeat(65), 'ünïcode']) {
-      expect(() => defineTool({ name: bad, execute: noop }), bad).toThrow(/Invalid tool name .* 1 to 64 letters, digits, underscores or hyphens/);
+      const refused = thrownBy(() => defineTool({ name: bad, execute: noop }), ConfigurationError);
+      expect(refused, bad).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Invalid tool name .* 1 to 64 letters, digits, underscores or hyphens/) });
     }
     expect(defineTool({ name: 'x'.repeat(64), execute: noop }).name).toHaveLength(64);
   });
