@@ -12,7 +12,7 @@ const realTimer: ExpiryTimer = (expire, ms) => {
   return () => clearTimeout(timer);
 };
 
-export interface PausedRunsOptions {
+interface PausedRunsOptions {
   ttlMs: number;
   max: number;
   /** Internal, for tests: a clock they advance by hand instead of waiting out the TTL. @default real timers */
