@@ -9,3 +9,15 @@ export async function rejectionOf<T>(promise: Promise<unknown>, type: abstract n
   expect(error).toBeInstanceOf(type);
   return error as T;
 }
+
+/** The error `action` throws, checked to be a `type`; the test fails when it returns. */
+export function thrownBy<T>(action: () => unknown, type: abstract new (...args: never[]) => T): T {
+  let error: unknown;
+  try {
+    action();
+  } catch (caught) {
+    error = caught;
+  }
+  expect(error).toBeInstanceOf(type);
+  return error as T;
+}

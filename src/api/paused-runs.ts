@@ -2,6 +2,23 @@ import { formatDuration } from '../format.js';
 import type { ActiveRun } from './active-run.js';
 import { ApiError } from './errors.js';
 
+/** Calls `expire` once `ms` have passed, unless the function it returns is called first. */
+export type ExpiryTimer = (expire: () => void, ms: number) => () => void;
+
+/** A real timer that does not keep the process alive. */
+const realTimer: ExpiryTimer = (expire, ms) => {
+  const timer = setTimeout(expire, ms);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
+
+interface PausedRunsOptions {
+  ttlMs: number;
+  max: number;
+  /** Internal, for tests: a clock they advance by hand instead of waiting out the TTL. @default real timers */
+  startTimer?: ExpiryTimer;
+}
+
 /**
  * Runs waiting for their caller's tool results, found by the ids of the calls they handed back.
  * A run not resumed within `ttlMs` is cancelled (its sandbox stopped); past `max` paused runs the
@@ -9,10 +26,13 @@ import { ApiError } from './errors.js';
  */
 export class PausedRuns {
   private readonly byCallId = new Map<string, ActiveRun>();
-  /** In the order they paused, oldest first, with their expiry timers. */
-  private readonly timers = new Map<ActiveRun, NodeJS.Timeout>();
+  /** In the order they paused, oldest first, with how to cancel their expiry. */
+  private readonly timers = new Map<ActiveRun, () => void>();
+  private readonly startTimer: ExpiryTimer;
 
-  constructor(private readonly limits: { ttlMs: number; max: number }) {}
+  constructor(private readonly limits: PausedRunsOptions) {
+    this.startTimer = limits.startTimer ?? realTimer;
+  }
 
   get size(): number {
     return this.timers.size;
@@ -23,9 +43,8 @@ export class PausedRuns {
       const oldest = this.timers.keys().next().value!;
       this.drop(oldest, new Error('too many paused runs: the oldest was stopped'));
     }
-    const timer = setTimeout(() => this.drop(run, new Error(`no tool results within ${formatDuration(this.limits.ttlMs)}`)), this.limits.ttlMs);
-    timer.unref();
-    this.timers.set(run, timer);
+    const cancelExpiry = this.startTimer(() => this.drop(run, new Error(`no tool results within ${formatDuration(this.limits.ttlMs)}`)), this.limits.ttlMs);
+    this.timers.set(run, cancelExpiry);
     for (const id of run.pendingCallIds) this.byCallId.set(id, run);
   }
 
@@ -59,7 +78,7 @@ export class PausedRuns {
   }
 
   private forget(run: ActiveRun): void {
-    clearTimeout(this.timers.get(run));
+    this.timers.get(run)?.();
     this.timers.delete(run);
     for (const [id, owner] of this.byCallId) if (owner === run) this.byCallId.delete(id);
   }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError, ChatCompletions, RLM, splitModelName } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
+import { repl } from '../repl.js';
 
-const repl = (code: string) => '```repl\n' + code + '\n```';
 const tool = { type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: {} } } };
 
 function api(root: ScriptedModel, options: { maxPausedRuns?: number } = {}) {

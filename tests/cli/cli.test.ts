@@ -1,16 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 import { eventually, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
-import { codeThenFinal } from './helpers.js';
+import { BIN, codeThenFinal } from './helpers.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
-const BIN = join(packageRoot(), 'bin', 'rlm.js');
-const folder = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
-const repl = (code: string) => '```repl\n' + code + '\n```';
+const folder = tempFolder('rlm-cli-');
 
 /** Root model "root" runs `code` once, then answers with FINAL from what it printed. Sub-model "sub" echoes. */
 let rootScript: (request: FakeRequest) => FakeReply = () => 'FINAL(unused)';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
-import { repl, runCli, scratchFile } from './helpers.js';
+import { runCli, scratchFile } from './helpers.js';
+import { repl } from '../repl.js';
 
 let server: FakeOpenAIServer;
 const texts = (request: FakeRequest) => (request.body.messages as { content?: unknown }[]).map((message) => String(message.content));

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RLM, RunLimitError } from '../../src/index.js';
 import { ScriptedModel, startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply } from '../../src/testing.js';
-import { repl, runCli, scratch, scratchFile } from './helpers.js';
+import { runCli, scratch, scratchFile } from './helpers.js';
+import { repl } from '../repl.js';
 
 // Configuration that can only fail at run time is checked before the run: exit 2, with the fix.
 

@@ -3,9 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z as zod3 } from 'zod3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { defineTool } from '../../src/index.js';
+import { ConfigurationError, defineTool } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
-import { BIN, closedPort, codeThenFinal, repl, runCli, scratch, scratchFile } from './helpers.js';
+import { thrownBy } from '../rejection.js';
+import { BIN, closedPort, codeThenFinal, runCli, scratch, scratchFile } from './helpers.js';
 
 // What a new user trips over, tried through the real binary.
 
@@ -215,8 +216,7 @@ describe('output', () => {
 
 describe('tool schemas', () => {
   it('refuses a zod 3 schema instead of sending it as JSON Schema and validating nothing', () => {
-    expect(() => defineTool({ name: 'lookup', parameters: zod3.object({ id: zod3.string() }) as never, execute: () => 'x' })).toThrow(
-      /its parameters are a zod 3 schema .* rlm needs zod 4/,
-    );
+    const refused = thrownBy(() => defineTool({ name: 'lookup', parameters: zod3.object({ id: zod3.string() }) as never, execute: () => 'x' }), ConfigurationError);
+    expect(refused).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/its parameters are a zod 3 schema .* rlm needs zod 4/) });
   });
 });

@@ -1,14 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { packageRoot } from '../../src/paths.js';
 import type { FakeReply, FakeRequest } from '../../src/testing.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 export const BIN = join(packageRoot(), 'bin', 'rlm.js');
-export const scratch = mkdtempSync(join(tmpdir(), 'rlm-cli-'));
-export const repl = (code: string) => '```repl\n' + code + '\n```';
+export const scratch = tempFolder('rlm-cli-');
 
 export interface CliResult {
   code: number | null;

@@ -1,19 +1,21 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
 import { eventually } from '../processes.js';
-import { BIN, codeThenFinal, repl, scratchFile } from './helpers.js';
+import { BIN, codeThenFinal, scratchFile } from './helpers.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 const FIXTURE = join(packageRoot(), 'tests', 'fixtures', 'mcp-server.mjs');
 const texts = (request: FakeRequest) => (request.body.messages as { content?: unknown }[]).map((message) => String(message.content));
 let upstream: FakeOpenAIServer;
 let client: Client;
-const logDir = mkdtempSync(join(tmpdir(), 'rlm-mcp-logs-'));
+const logDir = tempFolder('rlm-mcp-logs-');
 
 const answer = codeThenFinal((request) =>
   texts(request).some((text) => text.includes('use tools'))

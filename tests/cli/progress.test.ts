@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ProgressView } from '../../src/cli/progress.js';
-import type { RlmEvent } from '../../src/index.js';
+import type { ChatResponse, RlmEvent } from '../../src/index.js';
 
 function terminal(columns: number) {
   let text = '';
@@ -8,17 +8,26 @@ function terminal(columns: number) {
 }
 
 const base = { runId: 'r', depth: 0 };
-const call = (type: 'llm-call-start' | 'llm-call-running' | 'llm-call-end', callId: string) =>
-  ({ ...base, type, callId, model: 'sub', purpose: 'sub', request: { model: 'sub', messages: [] }, durationMs: 1 }) as unknown as RlmEvent;
+const subCall = { model: 'sub', purpose: 'sub' as const, request: { model: 'sub', messages: [] } };
+const started = (callId: string): RlmEvent => ({ ...base, ...subCall, type: 'llm-call-start', callId });
+const running = (callId: string): RlmEvent => ({ ...base, ...subCall, type: 'llm-call-running', callId });
+const ended = (callId: string, more: { purpose?: 'root' | 'sub'; response?: ChatResponse; costUsd?: number | null } = {}): RlmEvent => ({
+  ...base,
+  ...subCall,
+  type: 'llm-call-end',
+  callId,
+  durationMs: 1,
+  ...more,
+});
 
 describe('the live status line', () => {
   it('tells queued sub-calls from running ones', () => {
     const output = terminal(200);
     const view = new ProgressView('live', output);
     view.handle({ ...base, type: 'iteration-start', iteration: 1, maxIterations: 30 });
-    for (const id of ['a', 'b', 'c']) view.handle(call('llm-call-start', id));
-    view.handle(call('llm-call-running', 'a'));
-    view.handle(call('llm-call-end', 'c')); // failed in the queue
+    for (const id of ['a', 'b', 'c']) view.handle(started(id));
+    view.handle(running('a'));
+    view.handle(ended('c')); // failed in the queue
     view.stop();
     expect(output.text()).toContain('sub-calls 1 running, 1 queued, 1 done');
   });
@@ -37,8 +46,8 @@ describe('the live status line', () => {
     view.handle({ ...base, type: 'iteration-start', iteration: 1, maxIterations: 30 });
     expect(output.text()).toContain('iteration 1/30');
     expect(output.text()).not.toContain('$');
-    const reply = { content: 'x', usage: { inputTokens: 10, outputTokens: 5 } };
-    view.handle({ ...(call('llm-call-end', 'r') as object), purpose: 'root', response: reply, costUsd: null } as unknown as RlmEvent);
+    const reply: ChatResponse = { content: 'x', toolCalls: [], usage: { inputTokens: 10, outputTokens: 5 }, finishReason: 'stop' };
+    view.handle(ended('r', { purpose: 'root', response: reply, costUsd: null }));
     view.stop();
     expect(output.text()).toContain('15 tokens · cost unknown (no prices for these models)');
     expect(output.text()).not.toContain('$0.0000');

@@ -2,8 +2,10 @@ import { spawn } from 'node:child_process';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { eventually } from '../processes.js';
 import { sawOutput } from '../server/helpers.js';
-import { BIN, repl, runCli, scratch } from './helpers.js';
+import { BIN, runCli, scratch } from './helpers.js';
+import { repl } from '../repl.js';
 
 let upstream: FakeOpenAIServer;
 beforeAll(async () => {
@@ -30,8 +32,10 @@ describe('rlm serve', () => {
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const asked = upstream.requests.length;
     const inProgress = client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The request is in progress once the run has asked the upstream (whose reply takes 300 ms).
+    expect(await eventually(() => upstream.requests.length > asked, 10_000)).toBe(true);
     child.kill('SIGTERM');
     expect((await inProgress).choices[0]!.message.content).toBe('served');
     expect(await exited).toBe(0);

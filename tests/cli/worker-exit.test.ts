@@ -2,7 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 import { isRunning, killSurvivors, workerPids } from '../processes.js';
-import { codeThenFinal, repl, runCli, scratchFile } from './helpers.js';
+import { codeThenFinal, runCli, scratchFile } from './helpers.js';
+import { repl } from '../repl.js';
 
 // A command that has ended leaves no sandbox worker behind: not the run's own, not the spare the
 // pool keeps. Workers notice a dead host on their own, but only after a while (closed pipes, or

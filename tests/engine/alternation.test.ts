@@ -3,7 +3,7 @@ import { OpenAIModel, RLM, type ChatMessage, type RLMOptions } from '../../src/i
 import { alternateRoles } from '../../src/engine/alternation.js';
 import { chatTemplateProblem } from '../../src/testing/chat-template.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
-import { repl } from './helpers.js';
+import { repl } from '../repl.js';
 
 // Root requests against a server that applies a strict chat template (Mistral's, Gemma's): it
 // answers 400 to anything but one optional system message, then user and assistant in turn.

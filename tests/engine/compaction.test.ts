@@ -1,11 +1,12 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ChatRequest, type RlmEvent } from '../../src/index.js';
 import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from '../../src/engine/compaction.js';
-import { lastUserMessage, models, repl } from './helpers.js';
+import { lastUserMessage, models } from './helpers.js';
 import { rejectionOf } from '../rejection.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 const WINDOW = 6_000;
 /** How the scripted provider counts a prompt's tokens (what it reports as prompt_tokens). */
@@ -44,7 +45,7 @@ describe('context windows', () => {
 describe('compaction', () => {
   it('compacts at the threshold, keeps variables, loads the earlier turns as history, and never exceeds the window', async () => {
     const { rootModel, languageModel } = models(longRunner('b'));
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-compaction-'));
+    const logDir = tempFolder('rlm-compaction-');
     const events = await collect(new RLM({ model: 'root', languageModel, contextWindow: WINDOW, maxIterations: 20, logDir }), { context: 'c', query: 'What is found?' });
     const end = events.at(-1) as Extract<RlmEvent, { type: 'run-end' }>;
     expect(end.result.response).toMatch(/^found=42 history=\d+ first=user$/);

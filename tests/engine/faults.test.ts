@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { OpenAIModel, RLM, RunFailedError, RunLimitError } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
-import { repl } from './helpers.js';
 import { rejectionOf } from '../rejection.js';
+import { repl } from '../repl.js';
 
 // Whole runs over real HTTP against a server that misbehaves on purpose: a failure is never
 // passed off as an answer.

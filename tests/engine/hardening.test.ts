@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RLM } from '../../src/index.js';
-import { models, repl } from './helpers.js';
+import { models } from './helpers.js';
+import { repl } from '../repl.js';
 
 describe('what model code cannot do to a run', () => {
   it('cannot grow the root prompt past the output limit through errors and variable names', async () => {

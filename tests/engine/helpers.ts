@@ -14,7 +14,6 @@ export function models(root: ScriptedReply[] | ReplyFunction, sub: ScriptedReply
   return { rootModel, subModel, languageModel };
 }
 
-export const repl = (code: string) => '```repl\n' + code + '\n```';
 
 /** Every text the model was shown, joined: for checking what reached (or never reached) a prompt. */
 export function everythingSent(model: ScriptedModel): string {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RLM } from '../../src/index.js';
-import { everythingSent, lastUserMessage, models, repl } from './helpers.js';
+import { everythingSent, lastUserMessage, models } from './helpers.js';
+import { repl } from '../repl.js';
 
 describe('prompts', () => {
   it('teaches the REPL and shows the root model metadata, never the raw context', async () => {

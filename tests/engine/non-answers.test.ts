@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ToolCall } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { rejectionOf } from '../rejection.js';
-import { everythingSent, lastUserMessage, models, repl } from './helpers.js';
+import { everythingSent, lastUserMessage, models } from './helpers.js';
+import { repl } from '../repl.js';
 
 // A run never ends with a non-answer ("[object Promise]", "{}", "undefined"): the model gets an
 // error it can fix, or the run fails saying why.

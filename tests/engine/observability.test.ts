@@ -1,10 +1,13 @@
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { RLM, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
-import { workerPids } from '../processes.js';
-import { models, repl } from './helpers.js';
+import { ConfigurationError, RLM, RunFailedError, Sandbox, type IterationRecord, type RlmEvent } from '../../src/index.js';
+import { deferred } from '../deferred.js';
+import { eventually, workerPids } from '../processes.js';
+import { models } from './helpers.js';
+import { rejectionOf, thrownBy } from '../rejection.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 describe('events', () => {
   it('streams typed events in order, and completion() returns what run-end carries', async () => {
@@ -31,11 +34,13 @@ describe('events', () => {
   it('emits an error event, then throws from the stream', async () => {
     const { languageModel } = models([new Error('root model unavailable')]);
     const seen: string[] = [];
-    await expect(
+    const failure = await rejectionOf(
       (async () => {
         for await (const event of new RLM({ model: 'root', languageModel }).stream('c')) seen.push(event.type);
       })(),
-    ).rejects.toThrow('root model unavailable');
+      RunFailedError,
+    );
+    expect(failure).toMatchObject({ code: 'run_failed', message: expect.stringContaining('root model unavailable') });
     expect(seen).toEqual(['run-start', 'iteration-start', 'llm-call-start', 'llm-call-running', 'llm-call-end', 'error']);
   });
 
@@ -88,31 +93,35 @@ describe('events', () => {
       if (event.type === 'code-start') break;
     }
     // The run stops: its sandbox goes away (only the pool's spares are left) and nothing waits on the slow call.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(workerPids().length).toBeLessThanOrEqual(spares);
+    expect(await eventually(() => workerPids().length <= spares, 4_000)).toBe(true);
     expect(subModel.calls.length).toBeLessThanOrEqual(1);
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('disposes every sandbox when a run is cancelled', async () => {
     const controller = new AbortController();
-    const { languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
+    const subAsked = deferred();
+    const slowSub = () => {
+      subAsked.resolve();
+      return { content: 'late', delayMs: 10_000 };
+    };
+    const { languageModel } = models([repl('llm_query("slow")')], slowSub);
     await Sandbox.prewarm();
     const spares = workerPids().length;
     const run = new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await subAsked.promise; // the run's block is waiting on the sub-call: its sandbox is running
     const during = workerPids().length;
-    controller.abort(new Error('stop'));
-    await expect(run).rejects.toThrow('stop');
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(workerPids().length).toBeLessThan(during);
+    const stop = new Error('stop');
+    controller.abort(stop);
+    expect(await rejectionOf(run, Error)).toBe(stop); // a cancelled run rejects with its caller's reason as it is
+    expect(await eventually(() => workerPids().length < during, 4_000)).toBe(true);
     expect(workerPids().length).toBeLessThanOrEqual(spares); // only the pool's spares
   });
 });
 
 describe('trajectory logs', () => {
   it('writes the reference logger schema, nests child runs and never writes the API key', async () => {
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-logs-'));
+    const logDir = tempFolder('rlm-logs-');
     const { languageModel } = models((request) =>
       String(request.messages[1]?.content).includes('child run') ? repl('FINAL("child done")') : request.messages.length > 3 ? 'FINAL(all done)' : repl('const r = rlm_query("sub task sk-secret-key-123"); print(r)'),
     );
@@ -134,9 +143,9 @@ describe('trajectory logs', () => {
   });
 
   it('keeps every completed iteration on disk when the run fails, and ends the log saying how', async () => {
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-logs-'));
+    const logDir = tempFolder('rlm-logs-');
     const { languageModel } = models([repl('print(1)'), repl('print(2)'), new Error('connection lost')]);
-    await expect(new RLM({ model: 'root', languageModel, logDir }).completion('c')).rejects.toThrow('connection lost');
+    expect(await rejectionOf(new RLM({ model: 'root', languageModel, logDir }).completion('c'), RunFailedError)).toMatchObject({ code: 'run_failed', message: expect.stringContaining('connection lost') });
     const [file] = readdirSync(logDir);
     const lines = readFileSync(join(logDir, file!), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(lines.map((line) => line.type)).toEqual(['metadata', 'iteration', 'iteration', 'run_end']);
@@ -146,7 +155,7 @@ describe('trajectory logs', () => {
 
 describe('setup code', () => {
   it('runs JavaScript, TypeScript and files before the first block', async () => {
-    const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-'));
+    const folder = tempFolder('rlm-setup-');
     const file = join(folder, 'helpers.ts');
     writeFileSync(file, 'function shout(text: string): string { return text.toUpperCase() + "!" }\n');
     const { languageModel } = models([repl('FINAL([greeting, double(21), shout("hi")].join(" "))')]);
@@ -160,8 +169,10 @@ describe('setup code', () => {
 
   it('fails the run with the setup error', async () => {
     const { languageModel } = models([repl('FINAL(1)')]);
-    await expect(new RLM({ model: 'root', languageModel, setupCode: 'throw new Error("bad setup")' }).completion('c')).rejects.toThrow(/Setup code failed: Error: bad setup/);
-    expect(() => new RLM({ model: 'root', languageModel, setupCode: { file: '/nonexistent/setup.js' } })).toThrow(/Cannot read setup code file \/nonexistent\/setup.js/);
+    const failedSetup = await rejectionOf(new RLM({ model: 'root', languageModel, setupCode: 'throw new Error("bad setup")' }).completion('c'), RunFailedError);
+    expect(failedSetup).toMatchObject({ code: 'sandbox_setup_failed', message: expect.stringMatching(/Setup code failed: Error: bad setup/) });
+    const unreadable = thrownBy(() => new RLM({ model: 'root', languageModel, setupCode: { file: '/nonexistent/setup.js' } }), ConfigurationError);
+    expect(unreadable).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Cannot read setup code file \/nonexistent\/setup.js/) });
   });
 });
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ChatRequest } from '../../src/index.js';
-import { lastUserMessage, models, repl } from './helpers.js';
+import { lastUserMessage, models } from './helpers.js';
 import { rejectionOf } from '../rejection.js';
+import { repl } from '../repl.js';
 
 const isChild = (request: ChatRequest) => String(request.messages[1]?.content ?? '').includes('You are a child run');
 
@@ -141,8 +142,13 @@ describe('limits', () => {
 
   it('an AbortSignal cancels the run with the caller’s reason', async () => {
     const controller = new AbortController();
-    const { languageModel } = models([repl('llm_query("slow")')], () => ({ content: 'late', delayMs: 10_000 }));
-    setTimeout(() => controller.abort(new Error('user cancelled')), 200);
-    await expect(new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal })).rejects.toThrow('user cancelled');
+    const cancelled = new Error('user cancelled');
+    // The caller gives up while the block waits on a slow sub-call.
+    const slowSub = () => {
+      controller.abort(cancelled);
+      return { content: 'late', delayMs: 10_000 };
+    };
+    const { languageModel } = models([repl('llm_query("slow")')], slowSub);
+    expect(await rejectionOf(new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal }), Error)).toBe(cancelled);
   });
 });

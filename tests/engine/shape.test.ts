@@ -11,7 +11,9 @@ import { HostCallError, InstallationError } from '../../src/errors.js';
 import { packageRoot } from '../../src/paths.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { workerPids } from '../processes.js';
-import { lastUserMessage, models, repl } from './helpers.js';
+import { lastUserMessage, models } from './helpers.js';
+import { repl } from '../repl.js';
+import { thrownBy } from '../rejection.js';
 
 describe('sessions stream and complete through one path', () => {
   it('gives a streamed turn the same history as a completed one', async () => {
@@ -94,8 +96,8 @@ describe('one error family', () => {
 
 describe('options and models', () => {
   it('validates setupCode like every other option', () => {
-    expect(() => new RLM({ model: 'root', languageModel: new ScriptedModel([]), setupCode: 42 as never })).toThrow(ConfigurationError);
-    expect(() => new RLM({ model: 'root', languageModel: new ScriptedModel([]), setupCode: [{ language: 'ts' }] as never })).toThrow(/setupCode/);
+    expect(thrownBy(() => new RLM({ model: 'root', languageModel: new ScriptedModel([]), setupCode: 42 as never }), ConfigurationError).code).toBe('configuration_error');
+    expect(thrownBy(() => new RLM({ model: 'root', languageModel: new ScriptedModel([]), setupCode: [{ language: 'ts' }] as never }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/setupCode/) });
   });
 
   it('resolves each model name through a provider', async () => {

@@ -1,11 +1,12 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { calculatorTool, defineTool, RLM, type RlmEvent } from '../../src/index.js';
 import { packageRoot } from '../../src/paths.js';
-import { models, repl } from './helpers.js';
+import { models } from './helpers.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 const stats = defineTool({
   name: 'get_stats',
@@ -24,7 +25,7 @@ describe('host tools in the sandbox', () => {
       'print(JSON.stringify({ direct, text, failure, viaModel, names: TOOLS.map((t) => t.function.name) }))',
     ].join('\n');
     const { rootModel, subModel, languageModel } = models([repl(code), 'FINAL(done)'], [{ toolCalls: [{ name: 'get_stats', arguments: { question_id: 'q1' } }] }, 'q1 averages 4.2']);
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-tool-logs-'));
+    const logDir = tempFolder('rlm-tool-logs-');
     const rlm = new RLM({ model: 'root', subModel: 'sub', languageModel, tools: [stats, calculatorTool], logDir });
     const events: RlmEvent[] = [];
     let logPath = '';

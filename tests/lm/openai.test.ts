@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ModelError, OpenAIModel } from '../../src/index.js';
+import { ConfigurationError, ModelError, OpenAIModel } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeOpenAIServerOptions } from '../../src/testing.js';
+import { eventually } from '../processes.js';
+import { rejectionOf, thrownBy } from '../rejection.js';
 
 let server: FakeOpenAIServer | undefined;
 async function serve(options: FakeOpenAIServerOptions) {
@@ -84,21 +86,25 @@ describe('OpenAIModel errors and retries', () => {
     const model = new OpenAIModel({ baseURL: fake.baseURL, maxRetries: 3 });
     await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 400 });
     expect(fake.requests).toHaveLength(1);
-    await expect(model.chat({ model: 'nope', messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/HTTP 404.*Check the model name "nope"/);
+    expect(await rejectionOf(model.chat({ model: 'nope', messages: [{ role: 'user', content: 'x' }] }), ModelError)).toMatchObject({ code: 'model_error', message: expect.stringMatching(/HTTP 404.*Check the model name "nope"/) });
   });
 
   it('times out a slow request', async () => {
     const fake = await serve({ latencyMs: 2_000, reply: () => 'late' });
     const model = new OpenAIModel({ baseURL: fake.baseURL, timeoutMs: 100, maxRetries: 0 });
-    await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] })).rejects.toThrow(/no complete response within 100 ms \(the request timeout\)/);
+    expect(await rejectionOf(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }] }), ModelError)).toMatchObject({ code: 'model_error', message: expect.stringMatching(/no complete response within 100 ms \(the request timeout\)/) });
   });
 
   it('stops when the signal aborts, with the caller’s reason', async () => {
     const fake = await serve({ latencyMs: 2_000, reply: () => 'late' });
     const model = new OpenAIModel({ baseURL: fake.baseURL, maxRetries: 0 });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('user pressed stop')), 50);
-    await expect(model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }], signal: controller.signal })).rejects.toThrow('user pressed stop');
+    const stop = new Error('user pressed stop');
+    const chat = model.chat({ model: 'm', messages: [{ role: 'user', content: 'x' }], signal: controller.signal });
+    // The caller stops once the server holds the request, 2 s before it would answer.
+    expect(await eventually(() => fake.requests.length === 1, 10_000)).toBe(true);
+    controller.abort(stop);
+    expect(await rejectionOf(chat, Error)).toBe(stop);
   });
 
   it('sends the API key and extra body fields', async () => {
@@ -125,9 +131,10 @@ describe('OpenAIModel errors and retries', () => {
     const saved = process.env.OPENAI_API_KEY;
     delete process.env.OPENAI_API_KEY;
     try {
-      expect(() => new OpenAIModel({ baseURL: 'https://api.example.com/v1' })).toThrow(
-        expect.objectContaining({ code: 'missing_api_key', message: expect.stringMatching(/OPENAI_API_KEY is not set: pass --api-key/) }),
-      );
+      expect(thrownBy(() => new OpenAIModel({ baseURL: 'https://api.example.com/v1' }), ConfigurationError)).toMatchObject({
+        code: 'missing_api_key',
+        message: expect.stringMatching(/OPENAI_API_KEY is not set: pass --api-key/),
+      });
     } finally {
       if (saved !== undefined) process.env.OPENAI_API_KEY = saved;
     }

@@ -1,11 +1,13 @@
 import { singleModelProvider } from '../../src/lm/provider.js';
 import { describe, expect, it } from 'vitest';
-import type { ModelCallEvent } from '../../src/index.js';
+import { ConfigurationError, type ModelCallEvent } from '../../src/index.js';
 import { ModelGateway } from '../../src/lm/gateway.js';
 import { findPrice } from '../../src/lm/prices.js';
 import { ModelScheduler } from '../../src/lm/scheduler.js';
 import { UsageTracker } from '../../src/lm/usage.js';
 import { ScriptedModel } from '../../src/testing.js';
+import { deferred } from '../deferred.js';
+import { rejectionOf, thrownBy } from '../rejection.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -39,18 +41,21 @@ describe('ModelScheduler', () => {
 
   it('drops queued work when its signal aborts', async () => {
     const scheduler = new ModelScheduler(1);
-    const first = scheduler.run('a', () => sleep(50));
+    const firstMayEnd = deferred();
+    const first = scheduler.run('a', () => firstMayEnd.promise);
     const controller = new AbortController();
     let ran = false;
     const queued = scheduler.run('a', async () => void (ran = true), controller.signal);
-    controller.abort(new Error('cancelled'));
-    await expect(queued).rejects.toThrow();
+    const cancelled = new Error('cancelled');
+    controller.abort(cancelled);
+    expect(await rejectionOf(queued, Error)).toBe(cancelled);
+    firstMayEnd.resolve();
     await first;
     expect(ran).toBe(false);
   });
 
   it('rejects a bad concurrency', () => {
-    expect(() => new ModelScheduler(0)).toThrow(/whole number >= 1, got 0/);
+    expect(thrownBy(() => new ModelScheduler(0), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/whole number >= 1, got 0/) });
   });
 });
 
@@ -96,11 +101,12 @@ describe('usage and cost', () => {
 describe('ModelGateway', () => {
   it('reports start, running and end of every call with model, depth, tokens, duration and errors', async () => {
     const events: ModelCallEvent[] = [];
-    const model = new ScriptedModel([{ content: 'fine', usage: { inputTokens: 7, outputTokens: 2 } }, new Error('boom')]);
+    const boom = new Error('boom');
+    const model = new ScriptedModel([{ content: 'fine', usage: { inputTokens: 7, outputTokens: 2 } }, boom]);
     const gateway = new ModelGateway({ models: singleModelProvider(model), scheduler: new ModelScheduler(), usage: new UsageTracker(), onEvent: (event) => events.push(event) });
     const child = gateway.child();
     await child.chat({ model: 'sub', messages: [{ role: 'user', content: 'q' }] });
-    await expect(child.chat({ model: 'sub', messages: [{ role: 'user', content: 'q' }] })).rejects.toThrow('boom');
+    expect(await rejectionOf(child.chat({ model: 'sub', messages: [{ role: 'user', content: 'q' }] }), Error)).toBe(boom);
     expect(events.map((event) => `${event.type}@${event.depth}`)).toEqual([
       'llm-call-start@1',
       'llm-call-running@1',

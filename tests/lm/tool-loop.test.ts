@@ -1,10 +1,11 @@
 import { singleModelProvider } from '../../src/lm/provider.js';
 import { describe, expect, it } from 'vitest';
-import { runToolLoop, ToolLoopError, type ChatRequest } from '../../src/index.js';
+import { ConfigurationError, runToolLoop, ToolLoopError, type ChatRequest } from '../../src/index.js';
 import { ModelGateway } from '../../src/lm/gateway.js';
 import { ModelScheduler } from '../../src/lm/scheduler.js';
 import { UsageTracker } from '../../src/lm/usage.js';
 import { ScriptedModel } from '../../src/testing.js';
+import { rejectionOf, thrownBy } from '../rejection.js';
 
 const tools = [
   { type: 'function' as const, function: { name: 'add', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } } } },
@@ -83,7 +84,7 @@ describe('the tool-calling loop', () => {
 
   it('takes a different iteration limit', async () => {
     const model = new ScriptedModel(() => ({ toolCalls: [{ name: 'add', arguments: { a: 1, b: 1 } }] }));
-    await expect(runToolLoop({ model, request: request(), handler: add, maxIterations: 3 })).rejects.toThrow('Maximum tool iterations (3) exceeded');
+    expect(await rejectionOf(runToolLoop({ model, request: request(), handler: add, maxIterations: 3 }), ToolLoopError)).toMatchObject({ code: 'tool_loop_error', message: expect.stringContaining('Maximum tool iterations (3) exceeded') });
     expect(model.calls).toHaveLength(3);
   });
 
@@ -94,7 +95,7 @@ describe('the tool-calling loop', () => {
   });
 
   it('refuses tools without a handler', () => {
-    expect(() => runToolLoop({ model: new ScriptedModel([]), request: request() })).toThrow(/handler is required when tools are provided/);
+    expect(thrownBy(() => runToolLoop({ model: new ScriptedModel([]), request: request() }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/handler is required when tools are provided/) });
   });
 
   it('holds no scheduler slot while tools run, so a tool may call the model itself', async () => {

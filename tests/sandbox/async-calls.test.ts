@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import type { HostCall, Sandbox, SandboxOptions } from '../../src/index.js';
+import { ConfigurationError, type HostCall, type Sandbox, type SandboxOptions } from '../../src/index.js';
 import { createSandbox } from './helpers.js';
+import { thrownBy } from '../rejection.js';
 
 const ASYNC_TOOLS = ['fetch_row', 'search'];
 const TOOL_SPECS = [...ASYNC_TOOLS, 'count'].map((name) => ({ type: 'function' as const, function: { name } }));
@@ -289,7 +290,7 @@ describe('asynchronous tool calls', () => {
 
   it('refuse async tool names that are not among the tools', async () => {
     const sandbox = await createSandbox();
-    expect(() => sandbox.setTools(TOOL_SPECS, { asyncTools: ['fetch_row', 'missing'] })).toThrow(/not among the specs: "missing"/);
+    expect(thrownBy(() => sandbox.setTools(TOOL_SPECS, { asyncTools: ['fetch_row', 'missing'] }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/not among the specs: "missing"/) });
   });
 });
 

@@ -1,7 +1,8 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import type { HostCall } from '../../src/index.js';
+import { ConfigurationError, type HostCall } from '../../src/index.js';
 import { createSandbox } from './helpers.js';
+import { rejectionOf } from '../rejection.js';
 
 // Source shared by the test and the sandbox, so both sides build and check the same text. The
 // block length is prime, so bytes landing at a wrong offset change the checksum.
@@ -85,7 +86,7 @@ describe('sandbox -> host requests', () => {
     expect(result.error).toBeUndefined();
     expect(result.stdout).toMatch(/^true RangeError \| llm_query: the value is larger than the limit of 10000 characters of JSON for one host call\. Split the data/);
     expect(calls).toEqual([{ kind: 'llm_query', prompt: 'small' }]);
-    await expect(createSandbox({ maxHostCallChars: 10 })).rejects.toThrow(/maxHostCallChars/);
+    expect(await rejectionOf(createSandbox({ maxHostCallChars: 10 }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/maxHostCallChars/) });
   });
 
   it('keeps the report on invalid calls short however many items are wrong', async () => {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../../src/index.js';
 import { createSandbox, runBlocks } from './helpers.js';
+import { thrownBy } from '../rejection.js';
 
 describe('context loading', () => {
   it('loads a string as a string', async () => {
@@ -30,13 +32,13 @@ describe('context loading', () => {
     await sandbox.setContext('first');
     await sandbox.setContext('second', 'context_1');
     expect((await sandbox.execute('context + " " + context_1')).stdout).toBe('"first second"\n');
-    expect(() => sandbox.setContext('x', 'not valid')).toThrow(/JavaScript identifier/);
+    expect(thrownBy(() => sandbox.setContext('x', 'not valid'), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/JavaScript identifier/) });
   });
 
   it('rejects values that cannot be a context', async () => {
     const sandbox = await createSandbox();
-    expect(() => sandbox.setContext(undefined)).toThrow(/must be a string or JSON-serializable/);
-    expect(() => sandbox.setContext(() => 1)).toThrow(/must be a string or JSON-serializable/);
+    expect(thrownBy(() => sandbox.setContext(undefined), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/must be a string or JSON-serializable/) });
+    expect(thrownBy(() => sandbox.setContext(() => 1), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/must be a string or JSON-serializable/) });
   });
 
   it('loads a 100 MB string', async () => {

@@ -1,12 +1,14 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, fileContext, RLM } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { createSandbox } from './helpers.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
+import { thrownBy } from '../rejection.js';
 
-const folder = mkdtempSync(join(tmpdir(), 'rlm-file-context-'));
+const folder = tempFolder('rlm-file-context-');
 
 describe('a context read from a file by the worker', () => {
   it('is the file\'s text in the sandbox, also after a reset', async () => {
@@ -23,14 +25,14 @@ describe('a context read from a file by the worker', () => {
   it('is described to the root model by its size, without the host reading it', async () => {
     const path = join(folder, 'big.txt');
     writeFileSync(path, 'x'.repeat(3_000_000));
-    const root = new ScriptedModel(['```repl\nFINAL(String(context.length))\n```']);
+    const root = new ScriptedModel([repl('FINAL(String(context.length))')]);
     const result = await new RLM({ model: 'root', languageModel: root }).completion({ context: fileContext(path), query: 'how long?' });
     expect(result.response).toBe('3000000');
     expect(JSON.stringify(root.calls[0]!.messages)).toContain('Your context is a string of about 3,000,000 characters (a text file of 3,000,000 bytes).');
   });
 
   it('refuses a path that is not a file', () => {
-    expect(() => fileContext(join(folder, 'missing.txt'))).toThrow(ConfigurationError);
-    expect(() => fileContext(folder)).toThrow(/is not a file/);
+    expect(thrownBy(() => fileContext(join(folder, 'missing.txt')), ConfigurationError).code).toBe('configuration_error');
+    expect(thrownBy(() => fileContext(folder), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/is not a file/) });
   });
 });

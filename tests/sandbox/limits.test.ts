@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../../src/index.js';
 import { createSandbox, runBlocks } from './helpers.js';
+import { rejectionOf } from '../rejection.js';
 
 describe('block timeout', () => {
   const loops = {
@@ -113,21 +115,24 @@ describe('other runaway code', () => {
 
   it('stops a block when the caller aborts, even while it waits for the host', async () => {
     const controller = new AbortController();
+    const deadline = new Error('deadline reached');
     const sandbox = await createSandbox({
+      // The caller gives up while the block waits for this host call.
       onHostCall: (_call, { signal }) =>
         new Promise((resolve, reject) => {
-          setTimeout(() => controller.abort(new Error('deadline reached')), 50);
           signal.addEventListener('abort', () => reject(signal.reason));
+          controller.abort(deadline);
         }),
     });
     await sandbox.setContext('still loaded');
-    await expect(sandbox.execute('llm_query("slow")', { signal: controller.signal })).rejects.toThrow('deadline reached');
+    expect(await rejectionOf(sandbox.execute('llm_query("slow")', { signal: controller.signal }), Error)).toBe(deadline);
     expect((await sandbox.execute('print(context)')).stdout).toBe('still loaded\n');
   });
 
   it('rejects at once when the signal is already aborted', async () => {
     const sandbox = await createSandbox();
-    await expect(sandbox.execute('1', { signal: AbortSignal.abort(new Error('too late')) })).rejects.toThrow('too late');
+    const tooLate = new Error('too late');
+    expect(await rejectionOf(sandbox.execute('1', { signal: AbortSignal.abort(tooLate) }), Error)).toBe(tooLate);
   });
 
   it('refuses work after dispose', async () => {
@@ -137,8 +142,8 @@ describe('other runaway code', () => {
   });
 
   it('validates its options with messages that show what was given', async () => {
-    await expect(createSandbox({ memoryLimitMb: 4 })).rejects.toThrow(/memoryLimitMb: .*16.*got 4/);
-    await expect(createSandbox({ blockTimeoutMs: 'soon' as unknown as number })).rejects.toThrow(/blockTimeoutMs: .*got "soon"/);
+    expect(await rejectionOf(createSandbox({ memoryLimitMb: 4 }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/memoryLimitMb: .*16.*got 4/) });
+    expect(await rejectionOf(createSandbox({ blockTimeoutMs: 'soon' as unknown as number }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/blockTimeoutMs: .*got "soon"/) });
   });
 
   it('runs several blocks back to back after errors', async () => {

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
@@ -8,6 +7,8 @@ import { packageRoot } from '../../src/paths.js';
 import { RLM, Sandbox } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { eventually, isReaped, isRunning, killSurvivors, workerPids, workersOnceOneSpins } from '../processes.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 // A program using the library, as a user would write it: its sandbox spins in a CPU-bound block.
 const PROGRAM = `
@@ -18,7 +19,7 @@ console.log(sandbox.processId);
 `;
 
 it('a sandbox worker dies soon after the program using the library is killed, even mid-block', async () => {
-  const script = join(mkdtempSync(join(tmpdir(), 'rlm-orphans-')), 'spin.mjs');
+  const script = join(tempFolder('rlm-orphans-'), 'spin.mjs');
   writeFileSync(script, PROGRAM);
   const program = spawn(process.execPath, [script, pathToFileURL(join(packageRoot(), 'dist', 'index.js')).href], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((resolve) => program.on('exit', resolve));
@@ -48,7 +49,7 @@ it('a disposed sandbox has no worker process left: dispose resolves once it has 
 it('RLM.completion resolves with its sandbox worker gone, at once', async () => {
   const pidsDuringRun: number[] = [];
   const languageModel = new ScriptedModel((_request, index) => {
-    if (index === 0) return '```repl\nprint(1)\n```';
+    if (index === 0) return repl('print(1)');
     pidsDuringRun.push(...workerPids());
     return 'FINAL(done)';
   });

@@ -1,40 +1,44 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
-import { serve } from '../../src/index.js';
-import { workerPids } from '../processes.js';
+import { ConfigurationError, serve } from '../../src/index.js';
+import { deferred } from '../deferred.js';
+import { eventually, workerPids } from '../processes.js';
 import { closedPort } from '../cli/helpers.js';
-import { repl, rlmServer, sawOutput } from './helpers.js';
+import { rejectionOf } from '../rejection.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
+import { rlmApp, rlmServer, sawOutput } from './helpers.js';
 
-async function post(url: string, body: string, headers: Record<string, string> = {}) {
-  const response = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-  return { status: response.status, headers: response.headers, body: (await response.json()) as { error: { message: string; type: string; param: string | null; code: string } } };
-}
+// Answers that need no socket come from the app in process (hono's app.request); cancellation on
+// disconnect, keep-alive through proxies and load go over a real port.
 
 describe('bad input gets an OpenAI error object with the right status', () => {
   it('malformed JSON, missing or empty messages, unknown roles', async () => {
-    const { server } = await rlmServer({ root: ['FINAL(x)'] });
-    const malformed = await post(server.url, '{"model": "root", "messages": [');
+    const { post } = await rlmApp({ root: ['FINAL(x)'] });
+    const malformed = await post('{"model": "root", "messages": [');
     expect(malformed.status).toBe(400);
     expect(malformed.body.error).toMatchObject({ type: 'invalid_request_error', code: 'invalid_json' });
-    const missing = await post(server.url, JSON.stringify({ model: 'root' }));
+    const missing = await post(JSON.stringify({ model: 'root' }));
     expect(missing.status).toBe(400);
     expect(missing.body.error.param).toBe('messages');
-    const empty = await post(server.url, JSON.stringify({ model: 'root', messages: [] }));
+    const empty = await post(JSON.stringify({ model: 'root', messages: [] }));
     expect(empty.status).toBe(400);
     expect(empty.body.error.message).toContain('at least one message');
-    const role = await post(server.url, JSON.stringify({ model: 'root', messages: [{ role: 'wizard', content: 'hi' }] }));
+    const role = await post(JSON.stringify({ model: 'root', messages: [{ role: 'wizard', content: 'hi' }] }));
     expect(role.status).toBe(400);
     expect(role.body.error.message).toMatch(/unknown role/);
   });
 
   it('a body that is JSON but not an object, and n > 1: 400 that says so', async () => {
-    const { server, upstream } = await rlmServer({ root: ['FINAL(x)'] });
-    const array = await post(server.url, JSON.stringify([{ model: 'root', messages: [{ role: 'user', content: 'q' }] }]));
+    const { post, upstream } = await rlmApp({ root: ['FINAL(x)'] });
+    const array = await post(JSON.stringify([{ model: 'root', messages: [{ role: 'user', content: 'q' }] }]));
     expect(array.status).toBe(400);
     expect(array.body.error.message).toContain('The body must be a JSON object');
     expect(array.body.error.message).toContain('not an array');
     for (const stream of [false, true]) {
-      const many = await post(server.url, JSON.stringify({ model: 'root', n: 2, stream, messages: [{ role: 'user', content: 'q' }] }));
+      const many = await post(JSON.stringify({ model: 'root', n: 2, stream, messages: [{ role: 'user', content: 'q' }] }));
       expect(many.status).toBe(400);
       expect(many.body.error).toMatchObject({ type: 'invalid_request_error', param: 'n', message: 'Invalid request: n: rlm answers with one choice: n must be 1 (or left out)' });
     }
@@ -58,40 +62,50 @@ describe('bad input gets an OpenAI error object with the right status', () => {
   });
 
   it('a body over the limit: 413', async () => {
-    const { server } = await rlmServer({ root: ['FINAL(x)'] }, { maxBodyBytes: 10_000 });
-    const big = await post(server.url, JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'x'.repeat(20_000) }] }));
+    const { post } = await rlmApp({ root: ['FINAL(x)'] }, { maxBodyBytes: 10_000 });
+    const big = await post(JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'x'.repeat(20_000) }] }));
     expect(big.status).toBe(413);
     expect(big.body.error.code).toBe('request_too_large');
   });
 
   it('a missing or wrong token: 401', async () => {
-    const { server } = await rlmServer({ root: ['FINAL(x)'] }, { authToken: 'right-token' });
+    const { app, post } = await rlmApp({ root: ['FINAL(x)'] }, { authToken: 'right-token' });
     const body = JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
-    expect((await post(server.url, body)).status).toBe(401);
-    expect((await post(server.url, body, { authorization: 'Bearer wrong' })).status).toBe(401);
-    const models = await fetch(`${server.url}/v1/models`, { headers: { authorization: 'Bearer right-token' } });
+    expect((await post(body)).status).toBe(401);
+    expect((await post(body, { authorization: 'Bearer wrong' })).status).toBe(401);
+    const models = await app.request('/v1/models', { headers: { authorization: 'Bearer right-token' } });
     expect(models.status).toBe(200);
   });
 
   it('refuses to listen off loopback without a token, and says why', async () => {
-    await expect(serve({ host: '0.0.0.0', port: 0, run: { baseURL: 'http://127.0.0.1:9/v1' } })).rejects.toThrow(/Refusing to serve on 0\.0\.0\.0 without a token/);
+    const refused = await rejectionOf(serve({ host: '0.0.0.0', port: 0, run: { baseURL: 'http://127.0.0.1:9/v1' } }), ConfigurationError);
+    expect(refused.code).toBe('configuration_error');
+    expect(refused.message).toMatch(/Refusing to serve on 0\.0\.0\.0 without a token/);
   });
 
   it('more runs than the cap: 429 with retry-after', async () => {
-    const { client, server } = await rlmServer({ root: () => ({ content: repl('FINAL("slow")'), delayMs: 600 }) }, { maxConcurrentRuns: 1 });
+    const firstAsked = deferred();
+    const answer = deferred();
+    const slowRoot = async () => {
+      firstAsked.resolve();
+      await answer.promise;
+      return repl('FINAL("slow")');
+    };
+    const { client, post } = await rlmApp({ root: slowRoot }, { maxConcurrentRuns: 1 });
     const first = client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const second = await post(server.url, JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'q' }] }));
+    await firstAsked.promise; // the first run holds the only slot until its root model answers
+    const second = await post(JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'q' }] }));
     expect(second.status).toBe(429);
     expect(second.headers.get('retry-after')).toBe('1');
+    answer.resolve();
     expect((await first).choices[0]!.message.content).toBe('slow');
   });
 });
 
 describe('the wire format', () => {
   it('frames SSE as OpenAI does: data lines, tool call deltas with index, id and name first, [DONE]', async () => {
-    const { server } = await rlmServer({ root: [{ content: null, toolCalls: [{ id: 'u1', name: 'lookup', arguments: { key: 'k'.repeat(1_500) } }] }] });
-    const response = await fetch(`${server.url}/v1/chat/completions`, {
+    const { app } = await rlmApp({ root: [{ content: null, toolCalls: [{ id: 'u1', name: 'lookup', arguments: { key: 'k'.repeat(1_500) } }] }] });
+    const response = await app.request('/v1/chat/completions', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'root', stream: true, messages: [{ role: 'user', content: 'q' }], tools: [{ type: 'function', function: { name: 'lookup' } }] }),
@@ -111,16 +125,55 @@ describe('the wire format', () => {
   });
 });
 
+/** `response` with its body passed through unchanged, calling `onText` with all text read so far. */
+function tapped(response: Response, onText: (text: string) => void): Response {
+  const decoder = new TextDecoder();
+  let text = '';
+  const body = response.body!.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        text += decoder.decode(chunk, { stream: true });
+        onText(text);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(body, response);
+}
+
+const keepAlives = (text: string) => text.match(/^: keep-alive$/gm)?.length ?? 0;
+
 describe('keep-alive', () => {
   it('sends comment lines while a streamed run works, which the openai client ignores', async () => {
-    const slowRoot = (request: Parameters<typeof sawOutput>[0]) => (sawOutput(request) ? 'FINAL(after a wait)' : { content: repl('print(1)'), delayMs: 400 });
-    const { server, client } = await rlmServer({ root: slowRoot }, { keepAliveMs: 100 });
+    // Each streamed run's first root call answers only once its caller has read two keep-alive lines.
+    const held = [deferred(), deferred()];
+    let rootCallsWaiting = 0;
+    const heldRoot = async (request: Parameters<typeof sawOutput>[0]) => {
+      if (sawOutput(request)) return 'FINAL(after a wait)';
+      await held[rootCallsWaiting++]!.promise;
+      return repl('print(1)');
+    };
+    const { server } = await rlmServer({ root: heldRoot }, { keepAliveMs: 100 });
     const body = JSON.stringify({ model: 'root', stream: true, messages: [{ role: 'user', content: 'q' }] });
     const response = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    expect((await response.text()).match(/^: keep-alive$/gm)?.length).toBeGreaterThanOrEqual(2);
+    const raw = await tapped(response, (text) => keepAlives(text) >= 2 && held[0]!.resolve()).text();
+    expect(keepAlives(raw)).toBeGreaterThanOrEqual(2);
+    expect(raw).toContain('after a wait');
+    let seenByClient = '';
+    const client = new OpenAI({
+      baseURL: `${server.url}/v1`,
+      apiKey: 'not-needed',
+      maxRetries: 0,
+      fetch: async (url, init) =>
+        tapped(await fetch(url, init), (text) => {
+          seenByClient = text;
+          if (keepAlives(text) >= 2) held[1]!.resolve();
+        }),
+    });
     const stream = await client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }], stream: true });
     let content = '';
     for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    expect(keepAlives(seenByClient)).toBeGreaterThanOrEqual(2);
     expect(content).toBe('after a wait');
   });
 });
@@ -133,19 +186,14 @@ describe('load and cancellation', () => {
     );
     expect(answers.map((answer) => answer.choices[0]!.message.content)).toEqual(Array(50).fill('ok'));
     expect(rootRequests).toHaveLength(100); // two root calls each: code, then the answer
-    // Only the pool's warm spares may remain: every run's sandbox was stopped.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect(workerPids().length).toBeLessThanOrEqual(5);
+    // Only the pool's warm spares remain once every run's sandbox has stopped.
+    expect(await eventually(() => workerPids().length <= 5, 10_000)).toBe(true);
   }, 60_000);
 
   it('cancels the run of a client that disconnects', async () => {
-    let rootCalls = 0;
-    const { server } = await rlmServer({
-      root: () => {
-        rootCalls++;
-        return { content: repl('print(1)'), delayMs: 300 };
-      },
-    });
+    const logDir = tempFolder('rlm-disconnect-');
+    // The root model would take 10 s: a run still going after the disconnect would not end soon.
+    const { server, rootRequests } = await rlmServer({ root: () => ({ content: repl('print(1)'), delayMs: 10_000 }) }, { run: { logDir } });
     const controller = new AbortController();
     const request = fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
@@ -153,12 +201,12 @@ describe('load and cancellation', () => {
       body: JSON.stringify({ model: 'root', messages: [{ role: 'user', content: 'q' }] }),
       signal: controller.signal,
     }).catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect(await eventually(() => rootRequests.length === 1, 10_000)).toBe(true);
     controller.abort();
     await request;
-    const callsAtDisconnect = rootCalls;
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(rootCalls).toBeLessThanOrEqual(callsAtDisconnect + 1);
+    const runEnded = () => readdirSync(logDir).some((file) => readFileSync(join(logDir, file), 'utf8').includes('"type":"run_end"'));
+    expect(await eventually(runEnded, 5_000)).toBe(true);
+    expect(rootRequests).toHaveLength(1);
     const health = (await (await fetch(`${server.url}/health`)).json()) as { running: number };
     expect(health.running).toBe(0);
   });

@@ -1,23 +1,28 @@
+import type { Hono } from 'hono';
 import OpenAI from 'openai';
 import { afterEach } from 'vitest';
-import { serve, type RunningServer, type ServeOptions } from '../../src/index.js';
+import { ChatCompletions, DEFAULTS, RLM, serve, type RunningServer, type ServeOptions } from '../../src/index.js';
+import { createApp, type AppOptions } from '../../src/server/app.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 
-export const repl = (code: string) => '```repl\n' + code + '\n```';
 
 const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await Promise.all(open.splice(0).map((item) => item.close()));
 });
 
+type RootScript = FakeReply[] | ((request: FakeRequest) => FakeReply | Promise<FakeReply>);
+interface Script {
+  root: RootScript;
+  sub?: (prompt: string) => FakeReply;
+  models?: string[];
+}
+
 /**
- * An rlm server in front of a fake upstream: the root model ("root") answers from `root` in
- * order (or by a function), the sub model ("sub") from `sub`. Closed after the test.
+ * A fake upstream: the root model ("root") answers from `root` in order (or by a function), the
+ * sub model ("sub") from `sub`. Closed after the test.
  */
-export async function rlmServer(
-  script: { root: FakeReply[] | ((request: FakeRequest) => FakeReply); sub?: (prompt: string) => FakeReply; models?: string[] },
-  options: Partial<Omit<ServeOptions, 'run'>> & { run?: ServeOptions['run'] } = {},
-): Promise<{ server: RunningServer; upstream: FakeOpenAIServer; client: OpenAI; rootRequests: FakeRequest[] }> {
+async function scriptedUpstream(script: Script): Promise<{ upstream: FakeOpenAIServer; rootRequests: FakeRequest[] }> {
   const rootRequests: FakeRequest[] = [];
   const queue = Array.isArray(script.root) ? [...script.root] : undefined;
   const upstream = await startFakeOpenAIServer({
@@ -26,13 +31,66 @@ export async function rlmServer(
       if (request.body.model !== 'root') return script.sub?.(lastText(request)) ?? `sub answer to ${lastText(request)}`;
       rootRequests.push(request);
       if (queue) return queue.shift() ?? { status: 500, error: { message: 'the test scripted no more root replies' } };
-      return (script.root as (request: FakeRequest) => FakeReply)(request);
+      return (script.root as Exclude<RootScript, FakeReply[]>)(request);
     },
   });
+  open.push(upstream);
+  return { upstream, rootRequests };
+}
+
+/** An rlm server on a real port in front of a scripted upstream (see scriptedUpstream). Closed after the test. */
+export async function rlmServer(
+  script: Script,
+  options: Partial<Omit<ServeOptions, 'run'>> & { run?: ServeOptions['run'] } = {},
+): Promise<{ server: RunningServer; upstream: FakeOpenAIServer; client: OpenAI; rootRequests: FakeRequest[] }> {
+  const { upstream, rootRequests } = await scriptedUpstream(script);
   const server = await serve({ port: 0, ...options, run: { baseURL: upstream.baseURL, maxIterations: 6, ...options.run } });
-  open.push(server, upstream);
+  open.push(server);
   const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: options.authToken ?? 'not-needed', maxRetries: 0 });
   return { server, upstream, client, rootRequests };
+}
+
+/**
+ * The same API in this process, without a socket: hono's `app.request()` answers, and the openai
+ * client's fetch goes through it. Its paused runs are stopped after the test.
+ */
+export async function rlmApp(
+  script: Script,
+  options: Partial<Omit<AppOptions, 'completions' | 'listModels'>> & { pausedRunTtlMs?: number; run?: Partial<ServeOptions['run']> } = {},
+): Promise<{ app: Hono; completions: ChatCompletions; client: OpenAI; upstream: FakeOpenAIServer; rootRequests: FakeRequest[]; post: (body: string, headers?: Record<string, string>) => Promise<Posted> }> {
+  const { upstream, rootRequests } = await scriptedUpstream(script);
+  const { pausedRunTtlMs, run, ...appOptions } = options;
+  const completions = new ChatCompletions({
+    rlmFor: ({ root, sub }) => new RLM({ baseURL: upstream.baseURL, maxIterations: 6, ...run, model: root, subModel: sub }),
+    ...(pausedRunTtlMs !== undefined && { pausedRunTtlMs }),
+  });
+  open.push({ close: async () => completions.close() });
+  const app = createApp({
+    completions,
+    listModels: async () => script.models ?? [],
+    maxBodyBytes: DEFAULTS.server.maxBodyBytes,
+    maxConcurrentRuns: DEFAULTS.server.maxConcurrentRuns,
+    keepAliveMs: DEFAULTS.server.keepAliveMs,
+    ...appOptions,
+  });
+  const client = new OpenAI({ baseURL: `${IN_PROCESS}/v1`, apiKey: options.authToken ?? 'not-needed', maxRetries: 0, fetch: async (url, init) => app.request(url, init) });
+  const post = (body: string, headers: Record<string, string> = {}) => postTo(app, body, headers);
+  return { app, completions, client, upstream, rootRequests, post };
+}
+
+/** The origin requests to an in-process app are addressed to: nothing listens there. */
+const IN_PROCESS = 'http://rlm.in-process';
+
+export interface Posted {
+  status: number;
+  headers: Headers;
+  body: { error: { message: string; type: string; param: string | null; code: string } };
+}
+
+/** POSTs a raw body to /v1/chat/completions of an in-process app, and reads the error object it answers with. */
+async function postTo(app: Hono, body: string, headers: Record<string, string>): Promise<Posted> {
+  const response = await app.request(`${IN_PROCESS}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as Posted['body'] };
 }
 
 export function lastText(request: FakeRequest): string {

@@ -4,10 +4,15 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, serve } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeReply } from '../../src/testing.js';
+import type { ChatCompletion } from '../../src/api/responses.js';
+import { eventually } from '../processes.js';
 import { rejectionOf } from '../rejection.js';
-import { repl, rlmServer, seenByRoot } from './helpers.js';
+import { rlmApp, rlmServer, seenByRoot } from './helpers.js';
+import { repl } from '../repl.js';
 
-// The official openai client is the caller, over real HTTP.
+// The official openai client is the caller: over real HTTP where the socket matters (streaming,
+// hand-backs across connections, the server seen from outside), in process through hono's
+// app.request() elsewhere.
 
 const searchTool = {
   type: 'function' as const,
@@ -17,7 +22,7 @@ const rootCall = (id: string, query: string): FakeReply => ({ content: null, too
 
 describe('answers', () => {
   it('answers a question about the system message, with usage', async () => {
-    const { client, rootRequests } = await rlmServer({ root: [repl('print(context.length)'), 'FINAL(the contract was signed by Ada)'] });
+    const { client, rootRequests } = await rlmApp({ root: [repl('print(context.length)'), 'FINAL(the contract was signed by Ada)'] });
     const completion = await client.chat.completions.create({
       model: 'root',
       messages: [
@@ -51,7 +56,7 @@ describe('answers', () => {
   });
 
   it('uses the rlm_context extension field as the context', async () => {
-    const { client, rootRequests } = await rlmServer({ root: [repl('print(context.items.length)'), 'FINAL(two)'] });
+    const { client, rootRequests } = await rlmApp({ root: [repl('print(context.items.length)'), 'FINAL(two)'] });
     const completion = await client.chat.completions.create({
       model: 'root',
       messages: [{ role: 'user', content: 'How many items?' }],
@@ -140,7 +145,7 @@ describe.each([false, true])('tools of the caller, called by the root model (str
 
 describe('paused runs', () => {
   it('gives each hand-back its own ids, even when the upstream reuses them', async () => {
-    const { client } = await rlmServer({ root: [rootCall('same-id', 'a'), rootCall('same-id', 'b'), repl('FINAL("done")')] });
+    const { client } = await rlmApp({ root: [rootCall('same-id', 'a'), rootCall('same-id', 'b'), repl('FINAL("done")')] });
     const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: 'user', content: 'q' }];
     const first = (await client.chat.completions.create({ model: 'root', messages, tools: [searchTool] })).choices[0]!.message;
     const resumed = [...messages, { role: 'assistant' as const, tool_calls: first.tool_calls }, { role: 'tool' as const, tool_call_id: first.tool_calls![0]!.id, content: 'a result' }];
@@ -155,7 +160,7 @@ describe('paused runs', () => {
   });
 
   it('answers an unknown tool call id with a 404 that says so', async () => {
-    const { client } = await rlmServer({ root: ['FINAL(unused)'] });
+    const { client } = await rlmApp({ root: ['FINAL(unused)'] });
     const error = await client.chat.completions
       .create({
         model: 'root',
@@ -172,10 +177,12 @@ describe('paused runs', () => {
   });
 
   it('stops a paused run when its time to live runs out', async () => {
-    const { client, server } = await rlmServer({ root: [rootCall('x', 'q')] }, { pausedRunTtlMs: 200 });
+    const { client, app, completions } = await rlmApp({ root: [rootCall('x', 'q')] }, { pausedRunTtlMs: 200 });
     const first = (await client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }], tools: [searchTool] })).choices[0]!.message;
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    const health = (await (await fetch(`${server.url}/health`)).json()) as { pausedRuns: number };
+    expect(completions.pausedRuns).toBe(1);
+    // The TTL itself is tested with a hand-moved clock (tests/api/paused-runs.test.ts); here, its end as /health reports it.
+    expect(await eventually(() => completions.pausedRuns === 0, 10_000)).toBe(true);
+    const health = (await (await app.request('/health')).json()) as { pausedRuns: number };
     expect(health.pausedRuns).toBe(0);
     const error = await client.chat.completions
       .create({
@@ -189,10 +196,10 @@ describe('paused runs', () => {
 
 describe('forced answers over HTTP', () => {
   it('keeps a forced answer but marks it: finish_reason "length" and the rlm object', async () => {
-    const { client } = await rlmServer({ root: [repl('print(1)'), 'Still looking.'] }, { run: { maxIterations: 1 } });
-    const completion = await client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }] });
+    const { client } = await rlmApp({ root: [repl('print(1)'), 'Still looking.'] }, { run: { maxIterations: 1 } });
+    const completion = (await client.chat.completions.create({ model: 'root', messages: [{ role: 'user', content: 'q' }] })) as OpenAI.ChatCompletion & Pick<ChatCompletion, 'rlm'>;
     expect(completion.choices[0]).toMatchObject({ message: { content: 'Still looking.' }, finish_reason: 'length' });
-    expect((completion as unknown as { rlm: unknown }).rlm).toEqual({ forced: true, iterations: 1, cost_usd: null });
+    expect(completion.rlm).toEqual({ forced: true, iterations: 1, cost_usd: null });
   });
 });
 

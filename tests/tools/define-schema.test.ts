@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineTool } from '../../src/index.js';
+import { ConfigurationError, defineTool } from '../../src/index.js';
 import { ToolRegistry } from '../../src/tools/registry.js';
+import { thrownBy } from '../rejection.js';
 
 const noop = () => 'ok';
 
@@ -9,7 +10,8 @@ describe('defineTool', () => {
   it('checks names against OpenAI’s rules at definition', () => {
     expect(defineTool({ name: 'get_stats-2', execute: noop }).name).toBe('get_stats-2');
     for (const bad of ['has space', 'dots.are.bad', '', 'x'.repeat(65), 'ünïcode']) {
-      expect(() => defineTool({ name: bad, execute: noop }), bad).toThrow(/Invalid tool name .* 1 to 64 letters, digits, underscores or hyphens/);
+      const refused = thrownBy(() => defineTool({ name: bad, execute: noop }), ConfigurationError);
+      expect(refused, bad).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Invalid tool name .* 1 to 64 letters, digits, underscores or hyphens/) });
     }
     expect(defineTool({ name: 'x'.repeat(64), execute: noop }).name).toHaveLength(64);
   });
@@ -127,12 +129,12 @@ describe('strict schemas', () => {
   });
 
   it('rejects keywords OpenAI does not accept, naming the keyword and the tool', () => {
-    expect(() => strict(z.object({ name: z.string().min(3) }))).toThrow(/Tool "tool": the JSON Schema keyword "minLength" \(at parameters.name\) is not supported/);
-    expect(() => strict({ type: 'object', properties: { tags: { type: 'array', items: { type: 'string' }, uniqueItems: true } } })).toThrow(/"uniqueItems"/);
-    expect(() => strict({ type: 'object', properties: { a: { allOf: [{ type: 'string' }] } } })).toThrow(/"allOf"/);
-    expect(() => strict(z.object({ counts: z.record(z.string(), z.number()) }))).toThrow(/"propertyNames"|additionalProperties .* not supported/);
-    expect(() => strict({ type: 'object', properties: { counts: { type: 'object', additionalProperties: { type: 'number' } } } })).toThrow(/open or typed additionalProperties \(at parameters.counts/);
-    expect(() => strict({ type: 'object', properties: { x: { $ref: 'https://example.com/schema.json' } } })).toThrow(/cannot be resolved/);
+    expect(thrownBy(() => strict(z.object({ name: z.string().min(3) })), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Tool "tool": the JSON Schema keyword "minLength" \(at parameters.name\) is not supported/) });
+    expect(thrownBy(() => strict({ type: 'object', properties: { tags: { type: 'array', items: { type: 'string' }, uniqueItems: true } } }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/"uniqueItems"/) });
+    expect(thrownBy(() => strict({ type: 'object', properties: { a: { allOf: [{ type: 'string' }] } } }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/"allOf"/) });
+    expect(thrownBy(() => strict(z.object({ counts: z.record(z.string(), z.number()) })), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/"propertyNames"|additionalProperties .* not supported/) });
+    expect(thrownBy(() => strict({ type: 'object', properties: { counts: { type: 'object', additionalProperties: { type: 'number' } } } }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/open or typed additionalProperties \(at parameters.counts/) });
+    expect(thrownBy(() => strict({ type: 'object', properties: { x: { $ref: 'https://example.com/schema.json' } } }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/cannot be resolved/) });
   });
 
   it('moves defaults into the description', () => {
@@ -151,13 +153,13 @@ describe('ToolRegistry', () => {
     expect(registry.get('b')).toBe(b);
     expect(registry.get('c')).toBeUndefined();
     expect(registry.names()).toEqual(['a', 'b']);
-    expect(() => registry.register(defineTool({ name: 'a', execute: noop }))).toThrow('A tool named "a" is already registered');
+    expect(thrownBy(() => registry.register(defineTool({ name: 'a', execute: noop })), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringContaining('A tool named "a" is already registered') });
   });
 
   it('returns definitions for all tools or a subset', () => {
     const registry = new ToolRegistry([a, b]);
     expect(registry.definitions().map((spec) => spec.function.name)).toEqual(['a', 'b']);
     expect(registry.definitions(['b'])).toEqual([b.spec]);
-    expect(() => registry.definitions(['zzz'])).toThrow('No tool named "zzz". Registered tools: a, b.');
+    expect(thrownBy(() => registry.definitions(['zzz']), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringContaining('No tool named "zzz". Registered tools: a, b.') });
   });
 });

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { calculatorTool, defineTool, echoTool } from '../../src/index.js';
-import { evaluate as evaluateArithmetic } from '../../src/tools/builtin.js';
+import { evaluate as evaluateArithmetic, ExpressionError } from '../../src/tools/builtin.js';
 import { ToolExecutor, type ToolResult } from '../../src/tools/executor.js';
 import { ToolRegistry } from '../../src/tools/registry.js';
+import { thrownBy } from '../rejection.js';
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
@@ -120,12 +121,12 @@ describe('built-in tools', () => {
   });
 
   it('calculator gives clear errors and never evaluates code', () => {
-    expect(() => evaluateArithmetic('1 / (2 - 2)')).toThrow('Division by zero in "1 / (2 - 2)".');
-    expect(() => evaluateArithmetic('2 +')).toThrow('Syntax error at position 4: expected a number or "(", found the end');
-    expect(() => evaluateArithmetic('(1 + 2')).toThrow('expected ")"');
-    expect(() => evaluateArithmetic('process.exit(1)')).toThrow(/Syntax error at position 1/);
-    expect(() => evaluateArithmetic('2 3')).toThrow('expected an operator, found "3"');
-    expect(() => evaluateArithmetic('')).toThrow('The expression is empty.');
+    expect(thrownBy(() => evaluateArithmetic('1 / (2 - 2)'), ExpressionError)).toMatchObject({ code: 'invalid_expression', message: expect.stringContaining('Division by zero in "1 / (2 - 2)".') });
+    expect(thrownBy(() => evaluateArithmetic('2 +'), ExpressionError)).toMatchObject({ code: 'invalid_expression', message: expect.stringContaining('Syntax error at position 4: expected a number or "(", found the end') });
+    expect(thrownBy(() => evaluateArithmetic('(1 + 2'), ExpressionError)).toMatchObject({ code: 'invalid_expression', message: expect.stringContaining('expected ")"') });
+    expect(thrownBy(() => evaluateArithmetic('process.exit(1)'), ExpressionError)).toMatchObject({ code: 'invalid_expression', message: expect.stringMatching(/Syntax error at position 1/) });
+    expect(thrownBy(() => evaluateArithmetic('2 3'), ExpressionError)).toMatchObject({ code: 'invalid_expression', message: expect.stringContaining('expected an operator, found "3"') });
+    expect(thrownBy(() => evaluateArithmetic(''), ExpressionError)).toMatchObject({ code: 'invalid_expression', message: expect.stringContaining('The expression is empty.') });
   });
 
   it('calculator and echo run through the executor', async () => {

@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RLM } from '../../src/index.js';
 import { packageRoot } from '../../src/paths.js';
 import { closeMcpServers } from '../../src/tools/mcp-tools.js';
-import { models, repl } from '../engine/helpers.js';
+import { models } from '../engine/helpers.js';
+import { repl } from '../repl.js';
 
 const FIXTURE = join(packageRoot(), 'tests', 'fixtures', 'mcp-server.mjs');
 const testServer = { command: process.execPath, args: [FIXTURE] };

@@ -1,14 +1,16 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigurationError, RLM } from '../../src/index.js';
 import { loadSetupFiles } from '../../src/tools/setup-files.js';
 import { packageRoot } from '../../src/paths.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { rejectionOf, thrownBy } from '../rejection.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 // Setup files live outside the project on purpose: `rlm` and `zod` must still resolve.
-const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-files-'));
+const folder = tempFolder('rlm-setup-files-');
 const file = (name: string, content: string) => {
   const path = join(folder, name);
   writeFileSync(path, content);
@@ -57,30 +59,30 @@ export const sandboxSetup = 'const FROM_SETUP = 1;';
 
   it('name the file and line of a syntax error', async () => {
     const path = file('broken.ts', 'export const tools = [\n  { name: "x", execute: () => 1 ,, }\n];\n');
-    await expect(loadSetupFiles([path])).rejects.toThrow(new RegExp(`Setup file ${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2:\\d+: `));
+    expect(await rejectionOf(loadSetupFiles([path]), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(new RegExp(`Setup file ${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2:\\d+: `)) });
   });
 
   it('name the file and line of an error thrown while loading', async () => {
     const path = file('throws.ts', 'const a = 1;\nconst b = 2;\nthrow new Error("cannot connect to the stats database");\nexport const tools = [];\n');
-    await expect(loadSetupFiles([path])).rejects.toThrow(/Setup file .*throws.ts failed while loading: cannot connect to the stats database \(at .*throws.ts:3:\d+\)/);
+    expect(await rejectionOf(loadSetupFiles([path]), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Setup file .*throws.ts failed while loading: cannot connect to the stats database \(at .*throws.ts:3:\d+\)/) });
   });
 
   it('explain missing files, missing exports and bad tools', async () => {
-    await expect(loadSetupFiles([join(folder, 'absent.ts')])).rejects.toThrow(/Cannot read setup file .*absent.ts: no such file/);
-    await expect(loadSetupFiles([file('empty.ts', 'export const other = 1;')])).rejects.toThrow(/exports neither "tools" nor "sandboxSetup"/);
-    await expect(loadSetupFiles([file('badtool.ts', 'export const tools = [{ name: "bad name", execute() {} }];')])).rejects.toThrow(/tool #1: Invalid tool name "bad name"/);
+    expect(await rejectionOf(loadSetupFiles([join(folder, 'absent.ts')]), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Cannot read setup file .*absent.ts: no such file/) });
+    expect(await rejectionOf(loadSetupFiles([file('empty.ts', 'export const other = 1;')]), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/exports neither "tools" nor "sandboxSetup"/) });
+    expect(await rejectionOf(loadSetupFiles([file('badtool.ts', 'export const tools = [{ name: "bad name", execute() {} }];')]), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/tool #1: Invalid tool name "bad name"/) });
   });
 
   it('points an error thrown while loading at the setup file and its line, wherever it lives', async () => {
     const path = file('throws-on-load.ts', 'const answer: number = 41;\n\nthrow new Error(`broken at load ${answer + 1}`);\nexport const tools = [];\n');
-    await expect(loadSetupFiles([path])).rejects.toThrow(`Setup file ${path} failed while loading: broken at load 42 (at ${path}:3:7)`);
+    expect(await rejectionOf(loadSetupFiles([path]), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringContaining(`Setup file ${path} failed while loading: broken at load 42 (at ${path}:3:7)`) });
   });
 });
 
 describe('setup code (the setupCode option)', () => {
   let server: FakeOpenAIServer;
   beforeAll(async () => {
-    server = await startFakeOpenAIServer({ reply: () => '```repl\nFINAL(String(double(21)))\n```' });
+    server = await startFakeOpenAIServer({ reply: () => repl('FINAL(String(double(21)))') });
   });
   afterAll(() => server.close());
   const rlm = (setupCode: ConstructorParameters<typeof RLM>[0]['setupCode']) => new RLM({ model: 'root', baseURL: server.baseURL, setupCode });
@@ -93,11 +95,11 @@ describe('setup code (the setupCode option)', () => {
   it('refuses code that is neither JavaScript nor TypeScript when the RLM is built, naming where, before any model call', () => {
     const before = server.requests.length;
     const broken = () => rlm(['const ok = 1;', 'const double = (n) =>\n  n * ;']);
-    expect(broken).toThrow(ConfigurationError);
-    expect(broken).toThrow(/^setupCode\[1\] is not valid JavaScript or TypeScript: Unexpected token at line 2, column 7:\n1 \| const double = \(n\) =>\n2 \|   n \* ;\n  \|       \^$/);
+    expect(thrownBy(broken, ConfigurationError).code).toBe('configuration_error');
+    expect(thrownBy(broken, ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/^setupCode\[1\] is not valid JavaScript or TypeScript: Unexpected token at line 2, column 7:\n1 \| const double = \(n\) =>\n2 \|   n \* ;\n  \|       \^$/) });
     const path = file('setup-broken.js', 'const a = 1;\nconst b = ;\n');
-    expect(() => rlm({ file: path })).toThrow(`Setup code file ${path} is not valid JavaScript or TypeScript: Unexpected token at line 2, column 11`);
-    expect(() => rlm({ code: 'const x = (n: number) => n;', language: 'js' })).toThrow(/^setupCode is not valid JavaScript: /);
+    expect(thrownBy(() => rlm({ file: path }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringContaining(`Setup code file ${path} is not valid JavaScript or TypeScript: Unexpected token at line 2, column 11`) });
+    expect(thrownBy(() => rlm({ code: 'const x = (n: number) => n;', language: 'js' }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/^setupCode is not valid JavaScript: /) });
     expect(server.requests.length).toBe(before);
   });
 });

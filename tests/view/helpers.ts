@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { defineTool, RLM } from '../../src/index.js';
 import { BIN } from '../cli/helpers.js';
-import { models, repl } from '../engine/helpers.js';
+import { models } from '../engine/helpers.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 const lookup = defineTool({
   name: 'lookup',
@@ -16,7 +16,7 @@ const lookup = defineTool({
 
 /** A real run's log: a child RLM, a sub-model call and a tool call in one block, then FINAL. */
 export async function loggedRun(query = 'q'): Promise<{ path: string; text: string }> {
-  const logDir = mkdtempSync(join(tmpdir(), 'rlm-view-'));
+  const logDir = tempFolder('rlm-view-');
   const code = 'const child = rlm_query("child run: count"); const sub = llm_query("summarise"); const found = tools.lookup({ key: "abc" }); print(child, sub, found.value)';
   const { languageModel } = models(
     (request) => (String(request.messages[1]?.content).includes('child run') ? repl('FINAL("seven")') : request.messages.length > 3 ? 'FINAL(all done)' : repl(code)),

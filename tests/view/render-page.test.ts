@@ -1,12 +1,13 @@
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM } from '../../src/index.js';
 import { readRunLog } from '../../src/view/log-reader.js';
 import { renderPage, runStats } from '../../src/view/render-page.js';
-import { models, repl } from '../engine/helpers.js';
+import { models } from '../engine/helpers.js';
 import { loggedRun } from './helpers.js';
+import { repl } from '../repl.js';
+import { tempFolder } from '../temp-folder.js';
 
 const line = (entry: unknown) => JSON.stringify(entry);
 
@@ -68,7 +69,7 @@ describe('renderPage', () => {
 
   it('marks an answer forced at the iteration limit from what the log says', async () => {
     const { languageModel } = models([repl('print(1)'), 'FINAL(late)']);
-    const logDir = mkdtempSync(join(tmpdir(), 'rlm-view-forced-'));
+    const logDir = tempFolder('rlm-view-forced-');
     const result = await new RLM({ model: 'root', languageModel, maxIterations: 1, logDir }).completion('c');
     const log = readRunLog(readFileSync(result.logPath!, 'utf8'));
     expect(log.end).toMatchObject({ status: 'completed', answer: 'late', forced: true });
