@@ -7,7 +7,7 @@ import type { ChatCompletionRequest } from '../api/request.js';
 import type { ChatCompletionChunk } from '../api/responses.js';
 import { RLM_SERVER_HEADER } from '../lm/discover.js';
 
-interface AppOptions {
+export interface AppOptions {
   completions: ChatCompletions;
   /** Model ids for GET /v1/models: the upstream's (an ApiError when it cannot list them). */
   listModels: () => Promise<string[]>;
