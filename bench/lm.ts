@@ -31,7 +31,7 @@ interface BatchFigures {
 async function sandboxAgainst(baseURL: string) {
   const gateway = new ModelGateway({ models: singleModelProvider(new OpenAIModel({ baseURL, maxRetries: 0 })), scheduler: new ModelScheduler(CONCURRENCY), usage: new UsageTracker() });
   const queries = new LlmQueries({ gateway, defaultModel: 'fake-model', maxToolIterations: 10 });
-  return Sandbox.create({ onHostCall: (call, { signal }) => routeHostCall(call, signal, { queries, subcalls: [], toolCalls: [] }, {}), blockTimeoutMs: 600_000 });
+  return Sandbox.create({ onHostCall: (call, { signal }) => routeHostCall({ call, signal, scope: { queries, subcalls: [], toolCalls: [], services: {}, runSignal: signal } }), blockTimeoutMs: 600_000 });
 }
 
 function bareClient(baseURL: string) {

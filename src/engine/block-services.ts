@@ -55,11 +55,15 @@ export class BlockServices {
     return [...this.#callerNames];
   }
 
-  /** The sandbox's handlers. Calls outside any block (setup code, a FINAL_VAR lookup) get a scope of their own. */
+  /**
+   * The sandbox's handlers. Each call is served by its block's scope, so in a session, where the
+   * first completion's run made the sandbox, later completions are served by their own runs. Calls
+   * outside any block (setup code, a FINAL_VAR lookup) get a scope of their own.
+   */
   get handlers(): Required<Pick<SandboxOptions<BlockScope>, 'onHostCall' | 'onBlockWaiting'>> {
     return {
-      onHostCall: (call, { signal, scope }) => routeHostCall(call, signal, scope ?? this.newScope(), this.#hostServices),
-      onBlockWaiting: ({ scope }) => scope?.callerBatch?.flush(this.#options.signal),
+      onHostCall: (call, { signal, scope }) => routeHostCall({ call, signal, scope: scope ?? this.newScope() }),
+      onBlockWaiting: ({ scope }) => scope?.callerBatch?.flush(scope.runSignal),
     };
   }
 
@@ -69,6 +73,8 @@ export class BlockServices {
     const scope: Omit<BlockScope, 'queries'> = {
       subcalls: [],
       toolCalls: [],
+      services: this.#hostServices,
+      runSignal: this.#options.signal,
       ...(callerTools && { callerBatch: new CallerToolBatch(callerTools, nextCallerCallId, (calls) => run.emit({ type: 'caller-tool-calls', calls })) }),
     };
     const { settings, budget } = run.shared;

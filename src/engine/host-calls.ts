@@ -15,6 +15,13 @@ export interface BlockScope {
   toolCalls: ToolCallRecord[];
   /** Calls to the caller's tools, sent together when the block waits for them. */
   callerBatch?: CallerToolBatch;
+  /**
+   * The services of the run the block belongs to. They travel with the scope because a session's
+   * sandbox outlives the run that started it: a later completion's calls must reach its own run.
+   */
+  services: HostServices;
+  /** Aborts when the block's run must stop: the caller's tools its code handed back wait on it. */
+  runSignal: AbortSignal;
 }
 
 /** `rlm_query` / `rlm_query_batched`: prompts for child runs. */
@@ -29,8 +36,9 @@ export interface HostServices {
   callTool?: (call: ToolHostCall, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
 }
 
-/** Routes one call from model code to the service that answers it. */
-export function routeHostCall(call: HostCall, signal: AbortSignal, scope: BlockScope, services: HostServices): unknown {
+/** Routes one call from model code to the service of its block's run that answers it. */
+export function routeHostCall({ call, signal, scope }: { call: HostCall; signal: AbortSignal; scope: BlockScope }): unknown {
+  const { services } = scope;
   switch (call.kind) {
     case 'llm_query':
     case 'llm_query_batched':

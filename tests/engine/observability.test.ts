@@ -191,4 +191,30 @@ describe('sessions', () => {
       await session.close();
     }
   });
+
+  it('serve each completion\'s code with that completion\'s run: its children, its records', async () => {
+    // The session's sandbox is started by the first completion; later completions' host calls must
+    // still reach their own run, not the first one.
+    const { languageModel } = models((request) => {
+      const first = request.messages[1]!.content;
+      if (typeof first === 'string' && first.includes('child run')) return repl('FINAL("child says " + context)');
+      return request.messages.length < 4 && JSON.stringify(request.messages).includes('context_1') ? repl('FINAL(rlm_query("hi"))') : repl('FINAL("first")');
+    });
+    const session = new RLM({ model: 'root', languageModel, maxDepth: 2 }).session();
+    try {
+      await session.completion('first');
+      const events: RlmEvent[] = [];
+      for await (const event of session.stream({ context: 'second' })) events.push(event);
+      const starts = events.filter((event) => event.type === 'run-start');
+      expect(starts).toHaveLength(2);
+      const [root, child] = starts;
+      expect(child!.parentRunId).toBe(root!.runId);
+      const result = events.find((event) => event.type === 'run-end');
+      expect(result?.type === 'run-end' && result.result.response).toBe('child says hi');
+      const block = result?.type === 'run-end' ? result.result.trajectory[0]!.codeBlocks[0]! : undefined;
+      expect(block?.subcalls.map((call) => call.kind)).toEqual(['rlm']);
+    } finally {
+      await session.close();
+    }
+  });
 });

@@ -15,7 +15,7 @@ async function sandboxWithModel(script: ScriptedReply[] | ReplyFunction, concurr
   const events: ModelCallEvent[] = [];
   const gateway = new ModelGateway({ models: singleModelProvider(model), scheduler: new ModelScheduler(concurrency), usage: new UsageTracker(), depth: 1, onEvent: (event) => events.push(event) });
   const queries = new LlmQueries({ gateway, defaultModel: 'sub-default', maxToolIterations: 10 });
-  const sandbox = await createSandbox({ blockTimeoutMs: 5_000, onHostCall: (call, { signal }) => routeHostCall(call, signal, { queries, subcalls: [], toolCalls: [] }, {}) });
+  const sandbox = await createSandbox({ blockTimeoutMs: 5_000, onHostCall: (call, { signal }) => routeHostCall({ call, signal, scope: { queries, subcalls: [], toolCalls: [], services: {}, runSignal: signal } }) });
   return { sandbox, model, events, gateway };
 }
 
