@@ -105,8 +105,11 @@ function subAnswer(prompt: string): string {
   const numbers = words.filter((word) => /\d/.test(word));
   const needed = Math.max(1, Math.ceil(words.length * 0.6));
   let best: { sentence: string; score: number } | undefined;
+  const question = questionLine.trim().toLowerCase();
   for (const sentence of body.split(/(?<=[.!?])\s+|\n+/)) {
     const lower = sentence.toLowerCase();
+    // A sentence that repeats the question (a quoted example of it, say) does not answer it.
+    if (question && lower.includes(question)) continue;
     if (!numbers.every((number) => new RegExp(`(^|[^\\p{N}])${escapeRegExp(number)}($|[^\\p{N}])`, 'u').test(lower))) continue;
     const score = words.filter((word) => new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(word)}`, 'u').test(lower)).length;
     if (score >= needed && score > (best?.score ?? 0)) best = { sentence: sentence.trim(), score };

@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { packageRoot } from '../../src/paths.js';
 import { needleTask } from '../../src/testing.js';
 import { BIN, runCli, scratch, scratchFile } from './helpers.js';
 
@@ -40,6 +42,17 @@ describe('rlm fake-server', () => {
     server.child.kill('SIGINT');
     expect(await server.exited).toBe(0);
     expect(server.stderr()).toBe('');
+  });
+
+  it('answers the README quickstart as the README says: one sentence of the README', async () => {
+    const server = await startFakeServer();
+    const [, baseURL, model] = /--base-url (\S+) --model (\S+)/.exec(server.runLine)!;
+    const readme = join(packageRoot(), 'README.md');
+    const result = await runCli(['run', '--base-url', baseURL!, '--model', model!, '--context', readme, 'How is model-written code treated?']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('Model-written code is treated as hostile.\n');
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
   });
 
   it('stops on SIGTERM with 0, and says when its port is taken', async () => {
