@@ -13,6 +13,16 @@ export interface CodeBlockRecord {
   subcalls: SubcallRecord[];
   /** Host tools called while the block ran. */
   toolCalls: ToolCallRecord[];
+  /** FINAL calls of the block whose value did not match the output schema (only with `output`). */
+  rejectedFinals?: RejectedFinal[];
+}
+
+/** A final answer refused because it does not match the output schema, and why. */
+export interface RejectedFinal {
+  /** The answer as given (its JSON text for a value), cut to a few thousand characters. */
+  answer: string;
+  /** Each problem as `path: message`. */
+  problems: string[];
 }
 
 /** One host tool call made by model code. */
@@ -49,6 +59,8 @@ export interface IterationRecord {
   durationMs: number;
   /** Calls of the root model to tools of the caller, handed back in this turn (ids as the caller saw them). */
   callerToolCalls?: ToolCall[];
+  /** The turn's text FINAL (or forced answer), refused because it does not match the output schema. */
+  rejectedFinal?: RejectedFinal;
 }
 
 /** A root conversation replaced by its summary to stay inside the model's context window. */
@@ -86,8 +98,10 @@ export type RlmEvent =
   | (RunInfo & { type: 'error'; error: { name: string; code?: string; message: string } });
 
 export interface RlmResult {
-  /** The final answer. */
+  /** The final answer; with `output`, the JSON text of `output`. */
   response: string;
+  /** With `output` (an output schema): the answer, parsed and checked against it. */
+  output?: unknown;
   /** True when the iteration limit was reached and the answer was asked for in one last call. */
   forced: boolean;
   /** Usage of the whole run tree, per model, children included. */

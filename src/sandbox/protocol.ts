@@ -36,6 +36,8 @@ export type WorkerCommand =
       columnShifts: [number, number, number][];
       timeoutMs: number;
       outputLimit: number;
+      /** FINAL and FINAL_VAR send their value home as `check_final` before taking it (see Sandbox.execute). */
+      checkFinal: boolean;
     }
   | {
       /** Answers a `hostCall` or a `hostCallAsync`. */
@@ -161,6 +163,8 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
     name: z.string().min(1),
     arguments: z.record(z.string(), z.unknown()),
   }),
+  /** A FINAL value as JSON text, checked before the block takes it; a refusal fails the FINAL call. */
+  z.object({ kind: z.literal('check_final'), answer: z.string() }),
   z.object({
     kind: z.literal('tool_results'),
     handBack: z.string(),
@@ -170,8 +174,9 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
 
 /**
  * A validated call from sandbox code: `llm_query`, `llm_query_batched`, `rlm_query`,
- * `rlm_query_batched`, `tool_call` (`tools.NAME(args)`, `tool_handler(NAME, args)`), or
- * `tool_results` (the outputs of a sub-model's tool calls that an llm_query with tools handed back).
+ * `rlm_query_batched`, `tool_call` (`tools.NAME(args)`, `tool_handler(NAME, args)`),
+ * `tool_results` (the outputs of a sub-model's tool calls that an llm_query with tools handed back),
+ * or `check_final` (a FINAL value, in blocks run with `checkFinal`).
  */
 export type HostCall = z.infer<typeof hostCallSchema>;
 export type HostCallKind = HostCall['kind'];

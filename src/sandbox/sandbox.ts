@@ -135,13 +135,16 @@ export class Sandbox<Scope = unknown> {
 
   /**
    * Runs one block of model code. Never throws for errors in the code: they are in the result.
-   * `scope` is handed to `onHostCall` with every call the block makes.
+   * `scope` is handed to `onHostCall` with every call the block makes. With `checkFinal`, FINAL and
+   * FINAL_VAR send their value to `onHostCall` as `check_final` (its JSON text) first: a call that
+   * fails makes the FINAL call throw that error in the block, and no answer is taken.
    */
-  execute(code: string, options: { signal?: AbortSignal; scope?: Scope } = {}): Promise<ExecuteResult> {
+  execute(code: string, options: { signal?: AbortSignal; scope?: Scope; checkFinal?: boolean } = {}): Promise<ExecuteResult> {
     return this.#exclusive(async () => {
       options.signal?.throwIfAborted();
       const worker = await this.#replay.live();
-      return this.#runner.run(worker, code, { signal: options.signal, scope: options.scope, loadedContextMb: this.#replay.loadedContextMb });
+      const { signal, scope, checkFinal } = options;
+      return this.#runner.run(worker, code, { signal, scope, checkFinal, loadedContextMb: this.#replay.loadedContextMb });
     });
   }
 

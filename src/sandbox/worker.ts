@@ -227,8 +227,8 @@ type Outcome = 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled
 type StepResult = { outcome: Outcome; failure?: string };
 
 function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
-  const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts } = command;
-  controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)], { timeout: timeoutMs });
+  const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts, checkFinal } = command;
+  controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts), checkFinal], { timeout: timeoutMs });
   try {
     const budget = new ExecutionBudget(timeoutMs);
     let step = runScript(code, budget);
