@@ -4,9 +4,10 @@
 // (isPromiseLike), and run in the block's time.
 //
 // When the run has an output schema (the block runs with checkFinal), the value must be JSON: its
-// text goes to the host (`check_final`), which checks it with the schema, and a value that does
-// not match makes FINAL throw, listing the problems, so the model fixes it in the same block or the
-// next turn. The isolate has no validator of its own.
+// text goes to the worker process (`check_final`, answered there, never by the host), which checks
+// it with the schema in the block's own time, and a value that does not match makes FINAL throw,
+// listing the problems, so the model fixes it in the same block or the next turn. The isolate has
+// no validator of its own.
 import { REPORT_LIMITS, clip, type HostCallLimits } from '../src/sandbox/shared.js';
 import { appendOutput, type BlockState } from './block-state.js';
 import { errorMessage } from './error-text.js';
@@ -24,7 +25,7 @@ interface AnswersOptions {
 }
 
 export function createAnswers({ currentBlock, globals, limits, hostCalls }: AnswersOptions) {
-  /** Sets the block's answer; with checkFinal, only once the host found it matches the output schema. */
+  /** Sets the block's answer; with checkFinal, only once the worker found it matches the output schema. */
   function settle(candidate: FinalCandidate) {
     const block = currentBlock();
     block.finalAnswer = block.checkFinal ? checkedFinal(candidate, hostCalls) : acceptedFinal(candidate);
@@ -73,7 +74,7 @@ export function acceptedFinal(candidate: FinalCandidate): string {
 }
 
 /**
- * The answer as JSON text, once the host has checked it against the output schema: a value that
+ * The answer as JSON text, once the worker has checked it against the output schema: a value that
  * cannot be written as JSON (a cycle, a function, a getter that throws, too large) or does not
  * match throws in the block.
  */
@@ -87,7 +88,8 @@ function checkedFinal(candidate: FinalCandidate, hostCalls: HostCalls): string {
     const reason = isError(error) ? errorMessage(error) : 'the value cannot be read';
     throw new TypeErrorCtor(`${caller}: the answer cannot be written as JSON (${reason}). Pass plain objects, arrays, strings, numbers and booleans.`);
   }
-  hostCalls.call('check_final', { answer }, caller);
+  // `kind` first: the worker recognizes the call by the head of its text, without parsing it all.
+  hostCalls.call('check_final', { kind: 'check_final', answer }, caller);
   return answer;
 }
 

@@ -31,7 +31,7 @@ export interface BlockState {
   output: string;
   droppedChars: number;
   finalAnswer: string | undefined;
-  /** FINAL values go to the host (`check_final`) before they are taken. */
+  /** FINAL values are checked against the output schema (`check_final`) before they are taken. */
   readonly checkFinal: boolean;
   outcome: BlockOutcome;
   /** Values model code assigned to scaffold names: they last for the rest of this block only. */

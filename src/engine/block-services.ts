@@ -50,13 +50,17 @@ export class BlockServices {
     this.#hostServices = {
       ...(canRecurse && { runChildren: (call, signal, scope) => runChildren(call, { parent: options.run, signal, subcalls: scope.subcalls }) }),
       ...(this.toolSpecs.length > 0 && { callTool: (call, signal, scope) => this.#callTool(call, signal, scope) }),
-      ...(options.output && { output: options.output }),
     };
   }
 
-  /** Whether FINAL in the run's blocks must be checked against an output schema (see Sandbox.execute). */
+  /** The schema of the run's final answer, when the caller gave one. */
+  get output(): OutputSchema | undefined {
+    return this.#options.output;
+  }
+
+  /** Whether the sandbox worker checks FINAL in the run's blocks against the output schema (see Sandbox.execute). */
   get checksFinal(): boolean {
-    return this.#hostServices.output !== undefined;
+    return this.#options.output?.blockSchema !== undefined;
   }
 
   /** The tools answered asynchronously in the sandbox: the caller's. */

@@ -57,7 +57,7 @@ export class CodeBlockRunner {
       this.#codeHasRun = true;
     }
     emit({ type: 'code-end', iteration: at.iteration, block: at.index, result });
-    const rejected = scope.rejectedFinals && { rejectedFinals: scope.rejectedFinals };
+    const rejected = result.rejectedFinals && { rejectedFinals: result.rejectedFinals };
     return { code: block.code, language: block.language, result, subcalls: scope.subcalls, toolCalls: scope.toolCalls, ...rejected };
   }
 }

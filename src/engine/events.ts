@@ -3,8 +3,11 @@ import type { ModelCallEvent } from '../lm/gateway.js';
 import type { ChatMessage, ToolCall } from '../lm/types.js';
 import type { UsageSummary } from '../lm/usage.js';
 import type { ExecuteResult } from '../sandbox/sandbox.js';
+import type { RejectedFinal } from '../sandbox/schema-problems.js';
 
 /** One code block of an iteration and what running it produced. */
+export type { RejectedFinal };
+
 export interface CodeBlockRecord {
   code: string;
   language: 'js' | 'ts';
@@ -17,13 +20,6 @@ export interface CodeBlockRecord {
   rejectedFinals?: RejectedFinal[];
 }
 
-/** A final answer refused because it does not match the output schema, and why. */
-export interface RejectedFinal {
-  /** The answer as given (its JSON text for a value), cut to a few thousand characters. */
-  answer: string;
-  /** Each problem as `path: message`. */
-  problems: string[];
-}
 
 /** One host tool call made by model code. */
 export interface ToolCallRecord {

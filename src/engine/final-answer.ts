@@ -2,12 +2,13 @@
 // its last block, else the FINAL(...) / FINAL_VAR(...) written in its text, under the rules below.
 import type { Sandbox } from '../sandbox/sandbox.js';
 import { clip } from '../sandbox/shared.js';
-import type { CodeBlockRecord, RejectedFinal } from './events.js';
-import { REJECTED_ANSWER_CHARS, type BlockScope } from './host-calls.js';
+import { problemsText, REJECTED_ANSWER_CHARS, type RejectedFinal } from '../sandbox/schema-problems.js';
+import type { CodeBlockRecord } from './events.js';
+import type { BlockScope } from './host-calls.js';
 import { RunLimitError } from './limits.js';
 import type { OutputSchema } from './output-schema.js';
 import type { ParsedReply, TextFinal } from './parsing.js';
-import { message, problemsText } from './prompts.js';
+import { message } from './prompts.js';
 
 interface AnsweredTurn {
   parsed: ParsedReply;

@@ -1,14 +1,8 @@
-import { HostCallError, ToolError } from '../errors.js';
+import { ToolError } from '../errors.js';
 import type { HostCall } from '../sandbox/protocol.js';
-import { clip } from '../sandbox/shared.js';
-import type { RejectedFinal, SubcallRecord, ToolCallRecord } from './events.js';
+import type { SubcallRecord, ToolCallRecord } from './events.js';
 import type { CallerToolBatch } from './caller-tools.js';
 import type { LlmQueries } from './llm-queries.js';
-import type { OutputSchema } from './output-schema.js';
-import { message, problemsText } from './prompts.js';
-
-/** How much of a refused answer its record keeps. */
-export const REJECTED_ANSWER_CHARS = 4_000;
 
 /**
  * What the host calls of one code block share: their llm_query state (tool-calling loops that
@@ -19,8 +13,6 @@ export interface BlockScope {
   queries: LlmQueries;
   subcalls: SubcallRecord[];
   toolCalls: ToolCallRecord[];
-  /** FINAL values the output schema refused (made when the first one is). */
-  rejectedFinals?: RejectedFinal[];
   /** Calls to the caller's tools, sent together when the block waits for them. */
   callerBatch?: CallerToolBatch;
   /**
@@ -42,8 +34,6 @@ export interface HostServices {
   runChildren?: (call: ChildCall, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
   /** Host tools; without it tool_handler reports that the run has none. */
   callTool?: (call: ToolHostCall, signal: AbortSignal, scope: BlockScope) => Promise<unknown>;
-  /** The schema FINAL values are checked against (`check_final`), when the caller gave one. */
-  output?: OutputSchema;
 }
 
 /** Routes one call from model code to the service of its block's run that answers it. */
@@ -64,23 +54,5 @@ export function routeHostCall({ call, signal, scope }: { call: HostCall; signal:
     case 'tool_call':
       if (!services.callTool) throw new ToolError('tool_handler: no tools are available in this run');
       return services.callTool(call, signal, scope);
-    case 'check_final':
-      return checkFinal(call, scope);
   }
-}
-
-/** A FINAL value of a block: null when it matches the run's output schema, else a TypeError listing the problems. */
-function checkFinal(call: Extract<HostCall, { kind: 'check_final' }>, scope: BlockScope): null {
-  const { output } = scope.services;
-  if (!output) return null;
-  let value: unknown;
-  try {
-    value = JSON.parse(call.answer);
-  } catch {
-    throw new HostCallError('TypeError', 'FINAL: the answer is not JSON text');
-  }
-  const checked = output.check(value);
-  if ('value' in checked) return null;
-  (scope.rejectedFinals ??= []).push({ answer: clip(call.answer, REJECTED_ANSWER_CHARS), problems: checked.problems });
-  throw new HostCallError('TypeError', message('final-invalid', { caller: 'FINAL', problems: problemsText(checked.problems) }));
 }

@@ -1,9 +1,11 @@
 // The schema a caller gives for the final answer (`completion({ output })`), as a zod 4 schema or a
-// JSON Schema object. Both forms end as one zod schema, so every check (FINAL in a block, a text
-// FINAL, the forced last answer) uses the same validator and reports problems the same way.
+// JSON Schema object. Both forms end as one zod schema, the caller's own, which the host applies to
+// the answer that ends a turn. FINAL in a block is checked in the sandbox worker instead, against the
+// schema's JSON Schema form (`blockSchema`): model code can loop it, and its cost must be the run's,
+// never the host's. Both report problems with the same formatter (schema-problems.ts).
 import { z } from 'zod';
 import { ConfigurationError } from '../errors.js';
-import { clip } from '../sandbox/shared.js';
+import { problemsOf } from '../sandbox/schema-problems.js';
 import { dropNullOptionals, isZodSchema, toStrictSchema, type JsonSchema } from '../tools/schema.js';
 
 /** What `output` may be: a zod schema, or a JSON Schema object. */
@@ -12,24 +14,27 @@ export type OutputSchemaSpec = z.ZodType | Record<string, unknown>;
 /** A checked answer: the value the schema produced and its JSON text; or why it does not match. */
 export type CheckedAnswer = { value: unknown; json: string } | { problems: string[] };
 
-// A value wrong in a million places is reported by its first few problems: enough to fix the code.
-const LISTED_PROBLEMS = 10;
-const PROBLEM_CHARS = 300;
-
 export class OutputSchema {
   readonly zod: z.ZodType;
   /** The schema as JSON Schema (what the model must produce: the input side of a zod schema). */
   readonly jsonSchema: JsonSchema;
   /** The form OpenAI's strict structured output accepts; undefined when the schema has none. */
   readonly strictSchema: JsonSchema | undefined;
+  /**
+   * The JSON Schema the sandbox worker checks FINAL values against; undefined when zod cannot read
+   * the JSON Schema form back (FINAL in a block is then checked only when its turn ends).
+   */
+  readonly blockSchema: JsonSchema | undefined;
 
   constructor(spec: unknown) {
     if (isZodSchema(spec)) {
       this.zod = spec;
       this.jsonSchema = withoutDialect(z.toJSONSchema(spec, { io: 'input', unrepresentable: 'any' }) as JsonSchema);
+      this.blockSchema = readsBack(this.jsonSchema) ? this.jsonSchema : undefined;
     } else {
       this.jsonSchema = withoutDialect(requireJsonSchema(spec));
       this.zod = zodOf(this.jsonSchema);
+      this.blockSchema = this.jsonSchema;
     }
     this.strictSchema = strictFormOf(this.jsonSchema);
   }
@@ -66,20 +71,6 @@ export function outputSchemaOf(spec: unknown): OutputSchema | undefined {
   return spec === undefined ? undefined : new OutputSchema(spec);
 }
 
-/** Each problem as `path: message` (`parties.2.signed: expected string, received null`), at most LISTED_PROBLEMS of them. */
-export function problemsOf(issues: readonly z.core.$ZodIssue[]): string[] {
-  const listed = issues.slice(0, LISTED_PROBLEMS).map((issue) => clip(`${issue.path.map(String).join('.') || '(the answer)'}: ${issueText(issue.message)}`, PROBLEM_CHARS));
-  const more = issues.length - listed.length;
-  if (more > 0) listed.push(`and ${more.toLocaleString('en-US')} more`);
-  return listed;
-}
-
-function issueText(message: string): string {
-  const text = message.replace(/^Invalid input: /, '');
-  const missing = /^expected (.+), received undefined$/.exec(text);
-  return missing ? `missing (expected ${missing[1]})` : text;
-}
-
 function requireJsonSchema(spec: unknown): JsonSchema {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
     throw new ConfigurationError(`output must be a zod schema or a JSON Schema object, got ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : typeof spec}.`);
@@ -93,6 +84,16 @@ function zodOf(jsonSchema: JsonSchema): z.ZodType {
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ConfigurationError(`The output JSON Schema cannot be used: ${reason}. Fix the schema, or give a zod schema instead.`, { cause: error });
+  }
+}
+
+/** Whether zod can build a validator from the JSON Schema (as the sandbox worker does). */
+function readsBack(jsonSchema: JsonSchema): boolean {
+  try {
+    z.fromJSONSchema(jsonSchema as Parameters<typeof z.fromJSONSchema>[0]);
+    return true;
+  } catch {
+    return false;
   }
 }
 

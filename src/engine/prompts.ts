@@ -172,9 +172,12 @@ export function forceFinalPrompt(outputSchema?: string): string {
   return outputSchema === undefined ? templates().forceFinal : message('force-final-output', { schema: outputSchema });
 }
 
-/** What the model reads when its answer does not match the output schema. */
-export function problemsText(problems: string[]): string {
-  return problems.map((problem) => `- ${problem}`).join('\n');
+/**
+ * What FINAL in a block throws when its value does not match the output schema: the sandbox worker
+ * fills in `{{problems}}` (see Sandbox.setOutputSchema).
+ */
+export function finalRefusalTemplate(): string {
+  return message('final-invalid', { caller: 'FINAL' });
 }
 
 /** What the root model sees of a block it ran: its code, output, error and variables. */

@@ -1,7 +1,7 @@
 import type { ChatMessage } from '../lm/types.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { BlockServices } from './block-services.js';
-import type { SessionNames } from './prompts.js';
+import { finalRefusalTemplate, type SessionNames } from './prompts.js';
 import type { BlockScope } from './host-calls.js';
 import type { RunSettings, SessionState } from './run-types.js';
 
@@ -58,6 +58,9 @@ export class RunSandbox {
     const sandbox = session?.sandbox ?? (await createSandbox(settings, services));
     if (session) session.sandbox = sandbox;
     try {
+      // Set for every run: a session's later completion may have another schema, or none.
+      const blockSchema = services.output?.blockSchema;
+      await sandbox.setOutputSchema(blockSchema && { schema: blockSchema, refusal: finalRefusalTemplate() });
       if (history) await sandbox.setContext(history.messages, history.name, { signal });
       if (!contextIndex) await sandbox.setContext(context ?? '', 'context', { signal });
       if (contextIndex !== undefined) await sandbox.setContext(context ?? '', `context_${contextIndex}`, { signal });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
+import type { RejectedFinal } from './schema-problems.js';
 import type { HostCallLimits } from './shared.js';
 
 // ---- host <-> worker process ------------------------------------------------------------------
@@ -26,6 +27,16 @@ export type WorkerCommand =
       timeoutMs: number;
     }
   | {
+      /**
+       * The JSON Schema that FINAL values of blocks run with `checkFinal` must match (null: none),
+       * and the refusal they throw, with `{{problems}}` for the list (see Sandbox.setOutputSchema).
+       */
+      type: 'setOutputSchema';
+      id: number;
+      schema: string | null;
+      refusal: string;
+    }
+  | {
       type: 'execute';
       id: number;
       code: string;
@@ -36,7 +47,7 @@ export type WorkerCommand =
       columnShifts: [number, number, number][];
       timeoutMs: number;
       outputLimit: number;
-      /** FINAL and FINAL_VAR send their value home as `check_final` before taking it (see Sandbox.execute). */
+      /** FINAL and FINAL_VAR have their value checked against the output schema before taking it (see Sandbox.execute). */
       checkFinal: boolean;
     }
   | {
@@ -63,6 +74,8 @@ export type WorkerEvent =
       outcome: 'completed' | 'timeout' | 'memory' | 'memory-full' | 'compile-error' | 'unhandled-rejection' | 'report-timeout' | 'report-failed';
       failure?: string | undefined;
       result?: string;
+      /** FINAL values of the block the output schema refused (the first few). */
+      rejectedFinals?: RejectedFinal[];
     }
   | {
       type: 'hostCall';
@@ -163,8 +176,6 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
     name: z.string().min(1),
     arguments: z.record(z.string(), z.unknown()),
   }),
-  /** A FINAL value as JSON text, checked before the block takes it; a refusal fails the FINAL call. */
-  z.object({ kind: z.literal('check_final'), answer: z.string() }),
   z.object({
     kind: z.literal('tool_results'),
     handBack: z.string(),
@@ -175,8 +186,7 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
 /**
  * A validated call from sandbox code: `llm_query`, `llm_query_batched`, `rlm_query`,
  * `rlm_query_batched`, `tool_call` (`tools.NAME(args)`, `tool_handler(NAME, args)`),
- * `tool_results` (the outputs of a sub-model's tool calls that an llm_query with tools handed back),
- * or `check_final` (a FINAL value, in blocks run with `checkFinal`).
+ * or `tool_results` (the outputs of a sub-model's tool calls that an llm_query with tools handed back).
  */
 export type HostCall = z.infer<typeof hostCallSchema>;
 export type HostCallKind = HostCall['kind'];

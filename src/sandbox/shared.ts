@@ -74,7 +74,7 @@ export interface PreludeController {
   setTools(specsJson: string, asyncNamesJson: string): void;
   /**
    * Starts a block's state afresh: `columnShiftsJson` is the rewrite's column edits (see rewrite.ts);
-   * with `checkFinal`, FINAL and FINAL_VAR have the host check their value (`check_final`).
+   * with `checkFinal`, FINAL and FINAL_VAR have the worker check their value (`check_final`).
    */
   beginBlock(outputLimit: number, wrapperLine: number, columnShiftsJson: string, checkFinal: boolean): void;
   /** Whether the running block's promise has yet to settle. */

@@ -205,3 +205,35 @@ describe('the output option', () => {
     expect(everythingSent(rootModel)).not.toContain("The answer's shape");
   });
 });
+
+describe('checking FINAL costs the run, not the host', () => {
+  it('keeps the host responsive while a block loops FINAL of a million items that fail the schema', async () => {
+    const code = `const big = { parties: new Array(1e6).fill(0), effective: "x" };
+let refused = 0;
+for (let i = 0; i < 20; i++) { try { FINAL(big) } catch { refused++ } }
+print("refused", refused)`;
+    const { languageModel } = models([repl(code), repl('FINAL({ parties: [], effective: "ok" })')]);
+    const rlm = new RLM({ model: 'root', languageModel, sandbox: { blockTimeoutMs: 10_000 } });
+    let largestGapMs = 0;
+    let last = performance.now();
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      largestGapMs = Math.max(largestGapMs, now - last);
+      last = now;
+    }, 10);
+    const started = performance.now();
+    try {
+      const result = await rlm.completion({ context: 'c', output: contract });
+      const block = result.trajectory[0]!.codeBlocks[0]!.result;
+      // The block ends by itself, refused every time, or at its time limit: never answered.
+      expect(block.final).toBeUndefined();
+      if (!block.error) expect(block.stdout).toContain('refused 20');
+      expect(result.output).toEqual({ parties: [], effective: 'ok' });
+    } finally {
+      clearInterval(ticker);
+    }
+    console.log(`largest host event-loop gap: ${Math.round(largestGapMs)} ms, run ${Math.round(performance.now() - started)} ms`);
+    expect(performance.now() - started).toBeLessThan(60_000);
+    expect(largestGapMs).toBeLessThan(1_000);
+  }, 120_000);
+});

@@ -29,7 +29,7 @@ describe('the host call channel', () => {
     const host = recordingHandler((call) => {
       if (call.kind === 'llm_query_batched' || call.kind === 'rlm_query_batched') return call.prompts.map((p) => `${call.kind}:${p}`);
       if (call.kind === 'tool_call') return { tool: call.name, args: call.arguments };
-      if (call.kind === 'tool_results' || call.kind === 'check_final') return null;
+      if (call.kind === 'tool_results') return null;
       return `${call.kind}:${JSON.stringify(call.prompt)}`;
     });
     const sandbox = await createSandbox({ onHostCall: host.onHostCall });
