@@ -237,3 +237,17 @@ print("refused", refused)`;
     expect(largestGapMs).toBeLessThan(1_000);
   }, 120_000);
 });
+
+describe('the caller’s own schema ends the turn', () => {
+  it('refuses at the end of the turn a FINAL the block took but a zod refinement does not, as a note; then takes the fix', async () => {
+    const withParties = contract.refine((value) => value.parties.length > 0, 'name at least one party');
+    const { rootModel, languageModel } = models([repl('FINAL({ parties: [], effective: "2024" })'), repl(`FINAL(${JSON.stringify(valid)})`)]);
+    const result = await new RLM({ model: 'root', languageModel }).completion({ context: 'c', output: withParties });
+    // The JSON Schema form the block checks against cannot say it: the block took the answer.
+    expect(result.trajectory[0]!.codeBlocks[0]!.result.final).toBe('{"parties":[],"effective":"2024"}');
+    expect(readAfter(rootModel, 0)).toContain('Your FINAL was not taken: it does not match the output schema:\n- (the answer): name at least one party');
+    expect(result.trajectory[0]!.rejectedFinal?.problems).toEqual(['(the answer): name at least one party']);
+    expect(result.output).toEqual(valid);
+    expect(result.iterations).toBe(2);
+  });
+});
