@@ -31,6 +31,8 @@ export interface BlockState {
   output: string;
   droppedChars: number;
   finalAnswer: string | undefined;
+  /** FINAL values are checked against the output schema (`check_final`) before they are taken. */
+  readonly checkFinal: boolean;
   outcome: BlockOutcome;
   /** Values model code assigned to scaffold names: they last for the rest of this block only. */
   readonly overrides: Record<string, unknown>;
@@ -38,13 +40,14 @@ export interface BlockState {
   readonly asyncCalls: Record<string, AsyncCall>;
 }
 
-export function newBlockState(outputLimit: number, position: BlockPosition): BlockState {
+export function newBlockState(outputLimit: number, position: BlockPosition, checkFinal = false): BlockState {
   return {
     position,
     outputLimit,
     output: '',
     droppedChars: 0,
     finalAnswer: undefined,
+    checkFinal,
     outcome: { state: 'pending' },
     overrides: newRecord(),
     asyncCalls: newRecord(),

@@ -65,8 +65,8 @@ export function install(host: HostReference, hostAsync: AsyncHostReference, limi
       globals.defineScaffold('TOOLS', deepFreeze(specs));
       globals.defineScaffold('tools', callable);
     },
-    beginBlock(outputLimit, wrapperLine, columnShiftsJson) {
-      block = newBlockState(outputLimit, { wrapperLine, columnShifts: JSONParse(columnShiftsJson) as ColumnShift[] });
+    beginBlock(outputLimit, wrapperLine, columnShiftsJson, checkFinal) {
+      block = newBlockState(outputLimit, { wrapperLine, columnShifts: JSONParse(columnShiftsJson) as ColumnShift[] }, checkFinal === true);
     },
     blockPending: () => block.outcome.state === 'pending',
     // The worker calls this when the block has awaited; the isolate's microtasks run right after,
@@ -91,7 +91,7 @@ interface ScaffoldParts {
 function defineScaffold({ currentBlock, globals, hostCalls, tools, limits }: ScaffoldParts) {
   const queries = createQueries({ hostCalls, limits, runToolHandler: tools.runToolHandler });
   const { print, console } = createOutput(currentBlock);
-  const { FINAL, FINAL_VAR } = createAnswers({ currentBlock, globals, limits });
+  const { FINAL, FINAL_VAR } = createAnswers({ currentBlock, globals, limits, hostCalls });
   function SHOW_VARS() {
     appendOutput(currentBlock(), variablesText(globals.listVariables()));
   }

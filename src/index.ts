@@ -2,9 +2,9 @@
 
 // The engine
 export { RLM, RlmSession } from './engine/rlm.js';
-export type { CompletionInput, PreparedRLM, RLMOptions, SetupCode } from './engine/rlm.js';
+export type { CompletionInput, CompletionResult, OutputSchemaSpec, PreparedRLM, RLMOptions, SetupCode } from './engine/rlm.js';
 export type { CallerTools } from './engine/caller-tools.js';
-export type { CodeBlockRecord, IterationRecord, RlmEvent, RlmResult, SubcallRecord, ToolCallRecord } from './engine/events.js';
+export type { CodeBlockRecord, IterationRecord, RejectedFinal, RlmEvent, RlmResult, SubcallRecord, ToolCallRecord } from './engine/events.js';
 export type { UsageSummary, ModelUsage } from './lm/usage.js';
 export type { ModelPrice, PriceTable } from './lm/prices.js';
 export { DEFAULTS } from './defaults.js';

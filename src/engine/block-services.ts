@@ -9,6 +9,7 @@ import { CallerToolBatch, callerToolValue, type CallerTools } from './caller-too
 import { runChildren, type ParentRun } from './child-runs.js';
 import { routeHostCall, type BlockScope, type HostServices, type ToolHostCall } from './host-calls.js';
 import { LlmQueries } from './llm-queries.js';
+import type { OutputSchema } from './output-schema.js';
 
 interface BlockServicesOptions {
   /** The run whose blocks these serve: its settings, its events, its children. */
@@ -19,6 +20,8 @@ interface BlockServicesOptions {
   nextCallerCallId: () => string;
   /** Aborts when the run must stop: the caller's tools that code handed back wait on it. */
   signal: AbortSignal;
+  /** The schema of the run's final answer: FINAL in a block is checked against it. */
+  output?: OutputSchema | undefined;
 }
 
 /**
@@ -48,6 +51,16 @@ export class BlockServices {
       ...(canRecurse && { runChildren: (call, signal, scope) => runChildren(call, { parent: options.run, signal, subcalls: scope.subcalls }) }),
       ...(this.toolSpecs.length > 0 && { callTool: (call, signal, scope) => this.#callTool(call, signal, scope) }),
     };
+  }
+
+  /** The schema of the run's final answer, when the caller gave one. */
+  get output(): OutputSchema | undefined {
+    return this.#options.output;
+  }
+
+  /** Whether the sandbox worker checks FINAL in the run's blocks against the output schema (see Sandbox.execute). */
+  get checksFinal(): boolean {
+    return this.#options.output?.blockSchema !== undefined;
   }
 
   /** The tools answered asynchronously in the sandbox: the caller's. */

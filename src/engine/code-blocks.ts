@@ -53,11 +53,12 @@ export class CodeBlockRunner {
     if ('error' in compiled) {
       result = { stdout: '', error: compiled.error, durationMs: 0, variables: [], reset: false };
     } else {
-      result = await sandbox.execute(compiled.code, { signal: at.signal, scope });
+      result = await sandbox.execute(compiled.code, { signal: at.signal, scope, checkFinal: services.checksFinal });
       this.#codeHasRun = true;
     }
     emit({ type: 'code-end', iteration: at.iteration, block: at.index, result });
-    return { code: block.code, language: block.language, result, subcalls: scope.subcalls, toolCalls: scope.toolCalls };
+    const rejected = result.rejectedFinals && { rejectedFinals: result.rejectedFinals };
+    return { code: block.code, language: block.language, result, subcalls: scope.subcalls, toolCalls: scope.toolCalls, ...rejected };
   }
 }
 

@@ -3,8 +3,11 @@ import type { ModelCallEvent } from '../lm/gateway.js';
 import type { ChatMessage, ToolCall } from '../lm/types.js';
 import type { UsageSummary } from '../lm/usage.js';
 import type { ExecuteResult } from '../sandbox/sandbox.js';
+import type { RejectedFinal } from '../sandbox/schema-problems.js';
 
 /** One code block of an iteration and what running it produced. */
+export type { RejectedFinal };
+
 export interface CodeBlockRecord {
   code: string;
   language: 'js' | 'ts';
@@ -13,7 +16,10 @@ export interface CodeBlockRecord {
   subcalls: SubcallRecord[];
   /** Host tools called while the block ran. */
   toolCalls: ToolCallRecord[];
+  /** FINAL calls of the block whose value did not match the output schema (only with `output`). */
+  rejectedFinals?: RejectedFinal[];
 }
+
 
 /** One host tool call made by model code. */
 export interface ToolCallRecord {
@@ -49,6 +55,8 @@ export interface IterationRecord {
   durationMs: number;
   /** Calls of the root model to tools of the caller, handed back in this turn (ids as the caller saw them). */
   callerToolCalls?: ToolCall[];
+  /** The turn's text FINAL (or forced answer), refused because it does not match the output schema. */
+  rejectedFinal?: RejectedFinal;
 }
 
 /** A root conversation replaced by its summary to stay inside the model's context window. */
@@ -86,8 +94,10 @@ export type RlmEvent =
   | (RunInfo & { type: 'error'; error: { name: string; code?: string; message: string } });
 
 export interface RlmResult {
-  /** The final answer. */
+  /** The final answer; with `output`, the JSON text of `output`. */
   response: string;
+  /** With `output` (an output schema): the answer, parsed and checked against it. */
+  output?: unknown;
   /** True when the iteration limit was reached and the answer was asked for in one last call. */
   forced: boolean;
   /** Usage of the whole run tree, per model, children included. */

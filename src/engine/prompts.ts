@@ -7,7 +7,6 @@ import { packageRoot } from '../paths.js';
 import type { ToolSpec } from '../lm/types.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import type { CodeBlockRecord } from './events.js';
-import type { SessionNames } from './run-sandbox.js';
 
 // Every text the root model reads comes from prompts/*.md; this module only fills placeholders.
 
@@ -37,6 +36,10 @@ const MESSAGE_NAMES = [
   'output-cut',
   'tool-calls-as-text',
   'tool-result-as-text',
+  'output-section',
+  'final-invalid',
+  'final-invalid-text',
+  'force-final-output',
 ] as const;
 type MessageName = (typeof MESSAGE_NAMES)[number];
 
@@ -99,6 +102,8 @@ interface SystemPromptSettings {
   tools: ToolRegistry;
   /** Tools of the caller (see CallerTools): asynchronous in code, native to the root model. */
   callerTools: ToolSpec[];
+  /** The output schema in one line, when the caller gave one. */
+  outputSchema?: string | undefined;
 }
 
 export function systemPrompt(settings: SystemPromptSettings): string {
@@ -111,6 +116,7 @@ export function systemPrompt(settings: SystemPromptSettings): string {
       ? 'Child runs cost more than llm_query: use them for real subtasks.'
       : 'Recursion is not available at this depth: it behaves like `llm_query`.',
     tools_section: [toolsSection(settings.tools), callerToolsSection(settings.callerTools)].filter(Boolean).join('\n'),
+    output_section: settings.outputSchema === undefined ? '' : `\n\n${message('output-section', { schema: settings.outputSchema })}`,
   });
 }
 
@@ -129,6 +135,14 @@ function toolsSection(tools: ToolRegistry): string {
     return message('tool', { name, description: tool.description, parameters: JSON.stringify(tool.parametersSchema) });
   });
   return render(templates().tools, { tool_list: list.join('\n') }).trimEnd();
+}
+
+/** The names a run's inputs get in a session's sandbox (see RunSandbox). */
+export interface SessionNames {
+  /** The run's context is context_N (and, for N = 0, `context`); undefined outside a session. */
+  contextIndex: number | undefined;
+  /** Earlier conversations loaded so far: history_0 to history_(N - 1). */
+  histories: number;
 }
 
 /**
@@ -153,8 +167,17 @@ export function turnPrompt(index: number, query: string | undefined, notes: stri
   return notes.length > 0 ? `${notes.join('\n')}\n\n${text}` : text;
 }
 
-export function forceFinalPrompt(): string {
-  return templates().forceFinal;
+/** The last request of a run out of turns; with an output schema it asks for JSON matching it. */
+export function forceFinalPrompt(outputSchema?: string): string {
+  return outputSchema === undefined ? templates().forceFinal : message('force-final-output', { schema: outputSchema });
+}
+
+/**
+ * What FINAL in a block throws when its value does not match the output schema: the sandbox worker
+ * fills in `{{problems}}` (see Sandbox.setOutputSchema).
+ */
+export function finalRefusalTemplate(): string {
+  return message('final-invalid', { caller: 'FINAL' });
 }
 
 /** What the root model sees of a block it ran: its code, output, error and variables. */

@@ -19,6 +19,7 @@ import { loadSetupCode, loadSetupFiles } from '../tools/setup-files.js';
 import { EventChannel, resultOf, type IterationRecord, type RlmEvent, type RlmResult } from './events.js';
 import { RunFailedError, RunLimitError, TreeBudget, type RunFailureDetails } from './limits.js';
 import type { CallerTools } from './caller-tools.js';
+import { outputSchemaOf, type OutputSchema, type OutputSchemaSpec } from './output-schema.js';
 import { Run } from './run.js';
 import type { RunSettings, SessionState, TreeShared } from './run-types.js';
 import { TrajectoryLogger } from './trajectory.js';
@@ -110,8 +111,19 @@ export type { SetupCode } from '../tools/setup-files.js';
 /**
  * What to answer: a context to explore and a question about it. A plain string is the context.
  * `callerTools` are tools the caller runs itself: their calls are handed back and awaited.
+ * `output` is the schema of the answer (a zod schema or a JSON Schema object): the result's
+ * `output` is then the answer's value, checked against it, and `response` its JSON text.
  */
-export type CompletionInput = string | { context?: unknown; query?: string; signal?: AbortSignal; callerTools?: CallerTools };
+export type CompletionInput<Output extends OutputSchemaSpec | undefined = OutputSchemaSpec | undefined> =
+  | string
+  | { context?: unknown; query?: string; signal?: AbortSignal; callerTools?: CallerTools; output?: Output };
+
+export type { OutputSchemaSpec } from './output-schema.js';
+
+/** A completion's result: with a zod schema as `output`, `output` has the schema's type. */
+export type CompletionResult<Output extends OutputSchemaSpec | undefined = undefined> = [Output] extends [undefined]
+  ? RlmResult
+  : RlmResult & { output: Output extends z.ZodType ? z.output<Output> : unknown };
 
 /** What `RLM.prepare()` found: the tools model code will have, and what went wrong without stopping runs. */
 export interface PreparedRLM {
@@ -153,9 +165,12 @@ export class RLM {
     this.#settings = settingsOf(this.#options);
   }
 
-  /** Runs to the final answer. Limit errors (RunLimitError) carry the partial answer and usage. */
-  async completion(input: CompletionInput): Promise<RlmResult> {
-    return resultOf(this.stream(input));
+  /**
+   * Runs to the final answer. Limit errors (RunLimitError) carry the partial answer and usage. With
+   * `output`, an answer that never matches the schema fails the run with code `invalid_output`.
+   */
+  async completion<Output extends OutputSchemaSpec | undefined = undefined>(input: CompletionInput<Output>): Promise<CompletionResult<Output>> {
+    return (await resultOf(this.stream(input))) as CompletionResult<Output>;
   }
 
   /** Runs and yields every event as it happens; the last one is `run-end` (or the stream throws). */
@@ -217,7 +232,7 @@ export class RLM {
     let logger: TrajectoryLogger | undefined;
     let run: Run | undefined;
     try {
-      logger = this.#startLog(input.query);
+      logger = this.#startLog(input);
       const settings = await this.#runSettings();
       const gateway = new ModelGateway({ models: this.#models, scheduler: new ModelScheduler(this.#options.maxConcurrency), usage, guard: budget, signal: budget.signal });
       const shared: TreeShared = {
@@ -230,10 +245,11 @@ export class RLM {
       const placement = { logger, onIteration: this.#options.onIteration, callerTools: input.callerTools, ...(session && { session }) };
       run = new Run({ shared, gateway, depth: 0, rootModel: settings.rootModel, placement });
       const { runId } = run;
-      const outcome = await run.complete({ context: input.context, query: input.query });
+      const outcome = await run.complete({ context: input.context, query: input.query, output: input.output });
       if (session) session.lastMessages = outcome.messages;
       const result: RlmResult = {
         response: outcome.response,
+        ...(input.output && { output: outcome.output }),
         forced: outcome.forced,
         usage: usage.summary(),
         iterations: outcome.iterations,
@@ -268,7 +284,7 @@ export class RLM {
     return { ...DEFAULT_PRICES, ...this.#options.prices };
   }
 
-  #startLog(query: string | undefined): TrajectoryLogger | undefined {
+  #startLog({ query, output }: NormalizedInput): TrajectoryLogger | undefined {
     if (!this.#options.logDir) return undefined;
     const logger = new TrajectoryLogger(this.#options.logDir, [...(this.#models.secrets ?? []), ...(this.#options.apiKey ? [this.#options.apiKey] : [])]);
     logger.metadata({
@@ -279,6 +295,7 @@ export class RLM {
       baseURL: this.#options.baseURL ?? this.#models.baseURL,
       sandbox: { ...this.#settings.sandbox },
       query,
+      outputSchema: output?.jsonSchema,
     });
     return logger;
   }
@@ -293,9 +310,9 @@ export class RlmSession {
     this.#turns = turns;
   }
 
-  /** Runs one turn of the conversation to its answer (consumes `stream()`). */
-  async completion(input: CompletionInput): Promise<RlmResult> {
-    return resultOf(this.stream(input));
+  /** Runs one turn of the conversation to its answer (consumes `stream()`); `output` as in `RLM.completion`. */
+  async completion<Output extends OutputSchemaSpec | undefined = undefined>(input: CompletionInput<Output>): Promise<CompletionResult<Output>> {
+    return (await resultOf(this.stream(input))) as CompletionResult<Output>;
   }
 
   /** Runs one turn of the conversation and yields its events. */
@@ -352,10 +369,12 @@ interface NormalizedInput {
   query: string | undefined;
   signal: AbortSignal | undefined;
   callerTools: CallerTools | undefined;
+  output: OutputSchema | undefined;
 }
 
+/** The input of one completion; an output schema that cannot be used is refused here, before anything runs. */
 function normalizeInput(input: CompletionInput): NormalizedInput {
-  if (typeof input === 'string') return { context: input, query: undefined, signal: undefined, callerTools: undefined };
+  if (typeof input === 'string') return { context: input, query: undefined, signal: undefined, callerTools: undefined, output: undefined };
   if (input === null || typeof input !== 'object') throw new ConfigurationError('completion() takes a string or { context, query }');
-  return { context: input.context ?? '', query: input.query, signal: input.signal, callerTools: input.callerTools };
+  return { context: input.context ?? '', query: input.query, signal: input.signal, callerTools: input.callerTools, output: outputSchemaOf(input.output) };
 }

@@ -79,8 +79,8 @@ export class RootConversation {
   }
 
   /** The prompt of the forced last turn: the conversation, then the request for the best answer. */
-  lastTurn(): RootPrompt {
-    return rootPrompt([...this.#messages, { role: 'user', content: forceFinalPrompt() }]);
+  lastTurn(outputSchema?: string): RootPrompt {
+    return rootPrompt([...this.#messages, { role: 'user', content: forceFinalPrompt(outputSchema) }]);
   }
 
   /** Records what the provider counted for a prompt it was sent (0 when it reported nothing). */

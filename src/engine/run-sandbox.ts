@@ -1,6 +1,7 @@
 import type { ChatMessage } from '../lm/types.js';
 import { Sandbox } from '../sandbox/sandbox.js';
 import type { BlockServices } from './block-services.js';
+import { finalRefusalTemplate, type SessionNames } from './prompts.js';
 import type { BlockScope } from './host-calls.js';
 import type { RunSettings, SessionState } from './run-types.js';
 
@@ -12,14 +13,6 @@ interface RunSandboxOptions {
   services: BlockServices;
   /** Bounds the loading of the run's inputs. */
   signal: AbortSignal;
-}
-
-/** The names a run's inputs get in a session's sandbox (see RunSandbox). */
-export interface SessionNames {
-  /** The run's context is context_N (and, for N = 0, `context`); undefined outside a session. */
-  contextIndex: number | undefined;
-  /** Earlier conversations loaded so far: history_0 to history_(N - 1). */
-  histories: number;
 }
 
 /**
@@ -65,6 +58,9 @@ export class RunSandbox {
     const sandbox = session?.sandbox ?? (await createSandbox(settings, services));
     if (session) session.sandbox = sandbox;
     try {
+      // Set for every run: a session's later completion may have another schema, or none.
+      const blockSchema = services.output?.blockSchema;
+      await sandbox.setOutputSchema(blockSchema && { schema: blockSchema, refusal: finalRefusalTemplate() });
       if (history) await sandbox.setContext(history.messages, history.name, { signal });
       if (!contextIndex) await sandbox.setContext(context ?? '', 'context', { signal });
       if (contextIndex !== undefined) await sandbox.setContext(context ?? '', `context_${contextIndex}`, { signal });

@@ -9,6 +9,7 @@ import type { CallerTools } from './caller-tools.js';
 import type { IterationRecord, RlmEvent } from './events.js';
 import type { BlockScope } from './host-calls.js';
 import type { TreeBudget } from './limits.js';
+import type { OutputSchema } from './output-schema.js';
 import type { TrajectoryLogger } from './trajectory.js';
 
 /** Settings every run of a tree shares (resolved from the RLM options). */
@@ -46,10 +47,14 @@ export interface TreeShared {
 export interface RunInput {
   context: unknown;
   query: string | undefined;
+  /** The schema of the final answer (the root run of a completion given `output`). */
+  output?: OutputSchema | undefined;
 }
 
 export interface RunOutcome {
   response: string;
+  /** With an output schema: the answer's value (`response` is its JSON). */
+  output?: unknown;
   forced: boolean;
   iterations: number;
   trajectory: IterationRecord[];
@@ -85,6 +90,6 @@ export type RunEventInput = DistributiveOmit<RlmEvent, 'runId' | 'depth'>;
 
 /** How one root-model turn ended: the run loop switches on `type`. */
 export type TurnOutcome =
-  | { type: 'final'; reply: string; answer: string; source: 'code' | 'text'; record: IterationRecord }
+  | { type: 'final'; reply: string; answer: string; output?: unknown; source: 'code' | 'text'; record: IterationRecord }
   | { type: 'continue'; reply: string; record: IterationRecord; outputs: ChatMessage[]; notes: string[]; codeFailed: boolean }
   | { type: 'caller-tools'; reply: string; record: IterationRecord; calls: ToolCall[]; asked: ChatMessage[] };

@@ -8,7 +8,8 @@ import { CodeBlockRunner } from './code-blocks.js';
 import { contextWindowOf } from './compaction.js';
 import type { IterationRecord, RlmEvent } from './events.js';
 import { FinalAnswerResolver } from './final-answer.js';
-import { RunLimitError } from './limits.js';
+import { RunFailedError, RunLimitError } from './limits.js';
+import type { OutputSchema } from './output-schema.js';
 import { parseReply, partialAnswerOf } from './parsing.js';
 import { contextMessage, message, systemPrompt } from './prompts.js';
 import { RootConversation, type RootPrompt } from './root-conversation.js';
@@ -29,6 +30,9 @@ interface RunParts {
   conversation: RootConversation;
   sandbox: RunSandbox;
   blocks: CodeBlockRunner;
+  answers: FinalAnswerResolver;
+  /** The schema of the final answer, when the caller gave one. */
+  output: OutputSchema | undefined;
   /** Aborts when this run must stop: its tree's limits, its parent block. */
   signal: AbortSignal;
 }
@@ -46,7 +50,6 @@ export class Run implements ParentRun {
   readonly rootModel: string;
   readonly #gateway: ModelGateway;
   readonly #placement: RunPlacement;
-  readonly #finalAnswers: FinalAnswerResolver;
   readonly #nextCallerCallId = callerCallIds(this.runId);
   #bestPartial: string | undefined;
 
@@ -56,7 +59,6 @@ export class Run implements ParentRun {
     this.rootModel = options.rootModel;
     this.#placement = options.placement ?? {};
     this.#gateway = options.gateway.with({ onEvent: (event) => this.emit(event) });
-    this.#finalAnswers = new FinalAnswerResolver({ maxIterations: options.shared.settings.maxIterations });
   }
 
   /** The best answer the run had so far, should it stop now (see partialAnswerOf). */
@@ -85,7 +87,7 @@ export class Run implements ParentRun {
           case 'final':
             conversation.add({ role: 'assistant', content: outcome.reply });
             this.emit({ type: 'final', answer: outcome.answer, source: outcome.source });
-            return { response: outcome.answer, forced: false, iterations: index, trajectory, messages: [...conversation.messages] };
+            return { response: outcome.answer, ...(parts.output && { output: outcome.output }), forced: false, iterations: index, trajectory, messages: [...conversation.messages] };
           case 'continue':
             conversation.add({ role: 'assistant', content: outcome.reply });
             errorStreak = outcome.codeFailed ? errorStreak + 1 : 0;
@@ -128,9 +130,9 @@ export class Run implements ParentRun {
     // A reply with code or a text FINAL needs the sandbox: one that failed to start fails the run here.
     if (parsed.blocks.length > 0 || parsed.textFinal) await turn.sandbox.ready;
     const codeBlocks = await turn.blocks.run({ sandbox: turn.sandbox.ready, blocks: parsed.blocks, iteration: index, signal });
-    const found = await this.#finalAnswers.ofTurn({ parsed, codeBlocks, codeHasRun: turn.blocks.codeHasRun, sandbox: turn.sandbox.ready, signal });
-    const done = record({ codeBlocks, finalAnswer: found.answer ?? null });
-    if (found.answer !== undefined) return { type: 'final', reply, answer: found.answer, source: found.source, record: done };
+    const found = await turn.answers.ofTurn({ parsed, codeBlocks, codeHasRun: turn.blocks.codeHasRun, sandbox: turn.sandbox.ready, signal });
+    const done = record({ codeBlocks, finalAnswer: found.answer ?? null, ...(found.answer === undefined && found.rejected && { rejectedFinal: found.rejected }) });
+    if (found.answer !== undefined) return { type: 'final', reply, answer: found.answer, output: found.output, source: found.source, record: done };
     const notes = found.notes;
     if (parsed.blocks.length === 0 && !parsed.textFinal) notes.push(message(reply.trim() === '' ? 'empty-reply' : 'no-code'));
     const codeFailed = codeBlocks.some((block) => block.result.error);
@@ -141,13 +143,17 @@ export class Run implements ParentRun {
    * One root-model call; the caller's tools, if any, are offered as native tools. Every root request
    * (turns, compaction, the forced answer) goes through here.
    */
-  async #askRoot(prompt: RootPrompt, { conversation, signal }: Pick<RunParts, 'conversation' | 'signal'>): Promise<{ reply: string; toolCalls: ToolCall[] }> {
+  async #askRoot(
+    prompt: RootPrompt,
+    { conversation, signal, responseFormat }: Pick<RunParts, 'conversation' | 'signal'> & { responseFormat?: Record<string, unknown> | undefined },
+  ): Promise<{ reply: string; toolCalls: ToolCall[] }> {
     const callerTools = this.#placement.callerTools;
     const response = await this.#gateway.with({ purpose: 'root' }).chat({
       model: this.rootModel,
       messages: prompt.sent,
       signal,
       ...(callerTools && callerTools.specs.length > 0 && { tools: callerTools.specs, ...(callerTools.toolChoice && { toolChoice: callerTools.toolChoice }) }),
+      ...(responseFormat && { responseFormat }),
     });
     const reply = response.content ?? '';
     conversation.measured(prompt, response.usage.inputTokens);
@@ -157,30 +163,37 @@ export class Run implements ParentRun {
   }
 
   /**
-   * Out of turns: one more call asks for the best answer from everything so far. The reply is read
-   * like any other (see FinalAnswerResolver.ofForcedTurn); a reply that offers only code is no
-   * answer, and the run ends at its limit.
+   * Out of turns: one more call asks for the best answer from everything so far (with an output
+   * schema: JSON matching it, through the provider's structured output when the schema has a strict
+   * form). The reply is read like any other (see FinalAnswerResolver.ofForcedTurn); a reply that
+   * offers only code is no answer, and the run ends at its limit; an answer that does not match
+   * the schema ends it with `invalid_output`.
    */
   async #forceFinal(parts: RunParts & { trajectory: IterationRecord[] }): Promise<RunOutcome> {
-    const { conversation, sandbox, blocks, signal, trajectory } = parts;
+    const { conversation, sandbox, blocks, signal, trajectory, output } = parts;
     const { maxIterations } = this.shared.settings;
     const index = maxIterations + 1;
     const started = performance.now();
     this.emit({ type: 'iteration-start', iteration: index, maxIterations });
-    const prompt = conversation.lastTurn();
-    const { reply } = await this.#askRoot(prompt, parts);
+    const prompt = conversation.lastTurn(output?.text);
+    const { reply } = await this.#askRoot(prompt, { ...parts, responseFormat: structuredOutputFormat(output) });
     const parsed = parseReply(reply);
     const codeBlocks = await blocks.run({ sandbox: sandbox.ready, blocks: parsed.blocks, iteration: index, signal });
-    const answer = await this.#finalAnswers.ofForcedTurn({ parsed, codeBlocks, sandbox: sandbox.ready, signal });
-    const record: IterationRecord = { index, prompt: prompt.messages, response: reply, codeBlocks, finalAnswer: answer ?? null, durationMs: performance.now() - started };
+    const found = await parts.answers.ofForcedTurn({ parsed, reply, codeBlocks, sandbox: sandbox.ready, signal });
+    const rejected = found?.answer === undefined ? found?.rejected : undefined;
+    const record: IterationRecord = { index, prompt: prompt.messages, response: reply, codeBlocks, finalAnswer: found?.answer ?? null, durationMs: performance.now() - started, ...(rejected && { rejectedFinal: rejected }) };
     trajectory.push(record);
     await this.#reportIteration(record);
-    if (answer === undefined) {
+    if (found === undefined) {
       throw new RunLimitError('max_iterations', `The run used all ${maxIterations} iterations without a final answer, and its last reply offered only code.`);
     }
-    this.emit({ type: 'final', answer, source: 'forced' });
+    if (found.answer === undefined) {
+      this.#bestPartial = found.rejected.answer;
+      throw new RunFailedError('invalid_output', `The final answer does not match the output schema: ${found.rejected.problems.join('; ')}`);
+    }
+    this.emit({ type: 'final', answer: found.answer, source: 'forced' });
     conversation.add({ role: 'assistant', content: reply });
-    return { response: answer, forced: true, iterations: maxIterations, trajectory, messages: [...conversation.messages] };
+    return { response: found.answer, ...(output && { output: found.output }), forced: true, iterations: maxIterations, trajectory, messages: [...conversation.messages] };
   }
 
   /** Starts the run's sandbox and conversation, and what its blocks need. */
@@ -188,10 +201,11 @@ export class Run implements ParentRun {
     const { settings, budget } = this.shared;
     const { parentSignal, session, callerTools } = this.#placement;
     const signal = parentSignal ? AbortSignal.any([budget.signal, parentSignal]) : budget.signal;
-    const services = new BlockServices({ run: this, gateway: this.#gateway, callerTools, nextCallerCallId: this.#nextCallerCallId, signal });
+    const { output } = input;
+    const services = new BlockServices({ run: this, gateway: this.#gateway, callerTools, nextCallerCallId: this.#nextCallerCallId, signal, output });
     const sandbox = new RunSandbox({ context: input.context, session, settings, services, signal });
     const conversation: RootConversation = new RootConversation({
-      systemPrompt: settings.systemPrompt ?? this.#systemPrompt(),
+      systemPrompt: settings.systemPrompt ?? this.#systemPrompt(output),
       firstMessage: contextMessage({ context: input.context, depth: this.depth, names: sandbox.names }),
       query: input.query,
       rootModel: this.rootModel,
@@ -204,7 +218,8 @@ export class Run implements ParentRun {
         this.emit({ type: 'compaction', ...record });
       },
     });
-    return { conversation, sandbox, blocks: new CodeBlockRunner({ services, emit: (event) => this.emit(event) }), signal };
+    const blocks = new CodeBlockRunner({ services, emit: (event) => this.emit(event) });
+    return { conversation, sandbox, blocks, answers: new FinalAnswerResolver({ maxIterations: settings.maxIterations, output }), output, signal };
   }
 
   async #reportIteration(record: IterationRecord): Promise<void> {
@@ -220,11 +235,12 @@ export class Run implements ParentRun {
     }
   }
 
-  #systemPrompt(): string {
+  #systemPrompt(output: OutputSchema | undefined): string {
     const { settings } = this.shared;
     const { outputLimitChars, blockTimeoutMs } = settings.sandbox;
     const callerTools = this.#placement.callerTools?.specs ?? [];
-    return systemPrompt({ outputLimitChars, blockTimeoutMs, depth: this.depth, canRecurse: this.depth + 1 < settings.maxDepth, tools: settings.tools, callerTools });
+    const canRecurse = this.depth + 1 < settings.maxDepth;
+    return systemPrompt({ outputLimitChars, blockTimeoutMs, depth: this.depth, canRecurse, tools: settings.tools, callerTools, outputSchema: output?.text });
   }
 
   createChild(model: string, signal: AbortSignal): Run {
@@ -239,4 +255,10 @@ export class Run implements ParentRun {
   #failure(error: unknown): unknown {
     return this.shared.budget.signal.aborted ? this.shared.budget.signal.reason : error;
   }
+}
+
+/** OpenAI's structured output for the forced answer, when the schema has a strict form; else it is asked for in the prompt only. */
+function structuredOutputFormat(output: OutputSchema | undefined): Record<string, unknown> | undefined {
+  if (!output?.strictSchema) return undefined;
+  return { type: 'json_schema', json_schema: { name: 'final_answer', schema: output.strictSchema, strict: true } };
 }

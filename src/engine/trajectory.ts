@@ -13,6 +13,8 @@ interface TrajectoryMetadata {
   sandbox: Record<string, unknown>;
   /** The question, when the run was given one (an rlm addition to the reference schema). */
   query: string | undefined;
+  /** The JSON Schema of the answer, when the caller gave one (an rlm addition). */
+  outputSchema?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -48,6 +50,7 @@ export class TrajectoryLogger {
       environment_kwargs: metadata.sandbox,
       other_backends: metadata.subModel === metadata.rootModel ? null : [metadata.subModel],
       ...(metadata.query !== undefined && { query: metadata.query }),
+      ...(metadata.outputSchema !== undefined && { output_schema: metadata.outputSchema }),
     });
   }
 
@@ -107,6 +110,7 @@ function iterationJson(record: IterationRecord): Record<string, unknown> {
         execution_time: block.result.durationMs / 1000,
         rlm_calls: block.subcalls.map(subcallJson),
         final_answer: block.result.final ?? null,
+        ...(block.rejectedFinals && { rejected_finals: block.rejectedFinals }),
         tool_calls: block.toolCalls.map((call) => ({
           name: call.name,
           call_id: call.callId,
@@ -117,6 +121,7 @@ function iterationJson(record: IterationRecord): Record<string, unknown> {
       },
     })),
     final_answer: record.finalAnswer,
+    ...(record.rejectedFinal && { rejected_final: record.rejectedFinal }),
     iteration_time: record.durationMs / 1000,
   };
 }

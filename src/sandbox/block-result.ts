@@ -2,6 +2,7 @@ import { SandboxError } from '../errors.js';
 import { formatDuration } from '../format.js';
 import { blockReportSchema, parseJsonText, type BlockReport, type WorkerEvent } from './protocol.js';
 import type { SandboxLimits } from './sandbox-limits.js';
+import { MAX_REJECTED_FINALS, REJECTED_ANSWER_CHARS, type RejectedFinal } from './schema-problems.js';
 import { clip, REPORT_LIMITS } from './shared.js';
 
 export interface BlockError {
@@ -29,6 +30,8 @@ export interface ExecuteResult {
   omittedVariables?: number;
   /** The block crashed the sandbox: it was replaced by a fresh one and every variable was lost. */
   reset: boolean;
+  /** FINAL values the output schema refused (the first few; only in blocks run with `checkFinal`). */
+  rejectedFinals?: RejectedFinal[];
 }
 
 /** Why a block cost the sandbox its worker. */
@@ -49,6 +52,12 @@ interface BlockResultOptions {
  * malformed; the worker that sent it cannot be trusted either.
  */
 export function blockResult(reply: ExecutedReply, options: BlockResultOptions): ExecuteResult {
+  const result = resultOfOutcome(reply, options);
+  const rejected = reply.rejectedFinals?.slice(0, MAX_REJECTED_FINALS).map(({ answer, problems }) => ({ answer: clip(answer, REJECTED_ANSWER_CHARS), problems }));
+  return rejected?.length ? { ...result, rejectedFinals: rejected } : result;
+}
+
+function resultOfOutcome(reply: ExecutedReply, options: BlockResultOptions): ExecuteResult {
   if (reply.outcome === 'memory') return resetResult('memory', options);
   if (reply.outcome === 'memory-full') {
     // The block's own output, then a reset blamed on it: it left the heap too full for the next block.

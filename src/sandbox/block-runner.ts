@@ -20,6 +20,8 @@ interface BlockRunnerOptions<Scope> {
 interface RunOptions<Scope> {
   signal?: AbortSignal | undefined;
   scope?: Scope | undefined;
+  /** See Sandbox.execute. */
+  checkFinal?: boolean | undefined;
   /** Contexts loaded into the worker, in MB: they count towards the resident memory it may use. */
   loadedContextMb: number;
 }
@@ -66,7 +68,8 @@ export class BlockRunner<Scope = unknown> {
     });
     try {
       const { code, hasResult, wrapperLine, columnShifts } = block;
-      const command = { type: 'execute', code, hasResult, wrapperLine, columnShifts, timeoutMs: limits.blockTimeoutMs, outputLimit: limits.outputLimitChars } as const;
+      const { outputLimitChars: outputLimit, blockTimeoutMs: timeoutMs } = limits;
+      const command = { type: 'execute', code, hasResult, wrapperLine, columnShifts, timeoutMs, outputLimit, checkFinal: options.checkFinal ?? false } as const;
       const reply = await untilAborted(worker.request(command), signal);
       if (reply.type === 'failed') {
         if (reply.disposed) return resetResult('memory', { durationMs: elapsed(), limits });

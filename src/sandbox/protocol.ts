@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
+import type { RejectedFinal } from './schema-problems.js';
 import type { HostCallLimits } from './shared.js';
 
 // ---- host <-> worker process ------------------------------------------------------------------
@@ -26,6 +27,16 @@ export type WorkerCommand =
       timeoutMs: number;
     }
   | {
+      /**
+       * The JSON Schema that FINAL values of blocks run with `checkFinal` must match (null: none),
+       * and the refusal they throw, with `{{problems}}` for the list (see Sandbox.setOutputSchema).
+       */
+      type: 'setOutputSchema';
+      id: number;
+      schema: string | null;
+      refusal: string;
+    }
+  | {
       type: 'execute';
       id: number;
       code: string;
@@ -36,6 +47,8 @@ export type WorkerCommand =
       columnShifts: [number, number, number][];
       timeoutMs: number;
       outputLimit: number;
+      /** FINAL and FINAL_VAR have their value checked against the output schema before taking it (see Sandbox.execute). */
+      checkFinal: boolean;
     }
   | {
       /** Answers a `hostCall` or a `hostCallAsync`. */
@@ -61,6 +74,8 @@ export type WorkerEvent =
       outcome: 'completed' | 'timeout' | 'memory' | 'memory-full' | 'compile-error' | 'unhandled-rejection' | 'report-timeout' | 'report-failed';
       failure?: string | undefined;
       result?: string;
+      /** FINAL values of the block the output schema refused (the first few). */
+      rejectedFinals?: RejectedFinal[];
     }
   | {
       type: 'hostCall';
@@ -170,8 +185,8 @@ export const hostCallSchema = z.discriminatedUnion('kind', [
 
 /**
  * A validated call from sandbox code: `llm_query`, `llm_query_batched`, `rlm_query`,
- * `rlm_query_batched`, `tool_call` (`tools.NAME(args)`, `tool_handler(NAME, args)`), or
- * `tool_results` (the outputs of a sub-model's tool calls that an llm_query with tools handed back).
+ * `rlm_query_batched`, `tool_call` (`tools.NAME(args)`, `tool_handler(NAME, args)`),
+ * or `tool_results` (the outputs of a sub-model's tool calls that an llm_query with tools handed back).
  */
 export type HostCall = z.infer<typeof hostCallSchema>;
 export type HostCallKind = HostCall['kind'];

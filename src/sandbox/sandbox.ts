@@ -7,10 +7,11 @@ import type { BlockWaitingHandler } from './host-call-bridge.js';
 import { workerPool } from './pool.js';
 import { sandboxLimitsSchema } from './sandbox-limits.js';
 import type { HostCallHandler } from './serve-host-call.js';
-import { WorkerReplay } from './worker-replay.js';
+import { WorkerReplay, type BlockOutputSchema } from './worker-replay.js';
 
 export type { BlockError, ExecuteResult, Variable } from './block-result.js';
 export type { BlockWaitingHandler } from './host-call-bridge.js';
+export type { BlockOutputSchema } from './worker-replay.js';
 export { sandboxLimitsSchema } from './sandbox-limits.js';
 export type { HostCallHandler } from './serve-host-call.js';
 
@@ -134,14 +135,28 @@ export class Sandbox<Scope = unknown> {
   }
 
   /**
-   * Runs one block of model code. Never throws for errors in the code: they are in the result.
-   * `scope` is handed to `onHostCall` with every call the block makes.
+   * The JSON Schema FINAL and FINAL_VAR values must match in blocks run with `checkFinal`, and the
+   * refusal they throw otherwise (`{{problems}}` is replaced by the list); undefined clears it.
+   * The worker process checks them, so hostile code that loops FINAL of a huge value spends its own
+   * block time, never the host's.
    */
-  execute(code: string, options: { signal?: AbortSignal; scope?: Scope } = {}): Promise<ExecuteResult> {
+  setOutputSchema(outputSchema: BlockOutputSchema | undefined): Promise<void> {
+    return this.#exclusive(() => this.#replay.setOutputSchema(outputSchema));
+  }
+
+  /**
+   * Runs one block of model code. Never throws for errors in the code: they are in the result.
+   * `scope` is handed to `onHostCall` with every call the block makes. With `checkFinal`, FINAL and
+   * FINAL_VAR check their value against the output schema (see `setOutputSchema`) first: one that
+   * does not match makes the FINAL call throw, listing the problems, and no answer is taken; the
+   * refused values are in the result's `rejectedFinals`.
+   */
+  execute(code: string, options: { signal?: AbortSignal; scope?: Scope; checkFinal?: boolean } = {}): Promise<ExecuteResult> {
     return this.#exclusive(async () => {
       options.signal?.throwIfAborted();
       const worker = await this.#replay.live();
-      return this.#runner.run(worker, code, { signal: options.signal, scope: options.scope, loadedContextMb: this.#replay.loadedContextMb });
+      const { signal, scope, checkFinal } = options;
+      return this.#runner.run(worker, code, { signal, scope, checkFinal, loadedContextMb: this.#replay.loadedContextMb });
     });
   }
 

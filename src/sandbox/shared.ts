@@ -72,8 +72,11 @@ export interface PreludeController {
   setGlobal(name: string, value: unknown, format: 'text' | 'json'): void;
   /** TOOLS (the tools' OpenAI schemas) and tools.NAME(args); the asynchronous ones return promises. */
   setTools(specsJson: string, asyncNamesJson: string): void;
-  /** Starts a block's state afresh: `columnShiftsJson` is the rewrite's column edits (see rewrite.ts). */
-  beginBlock(outputLimit: number, wrapperLine: number, columnShiftsJson: string): void;
+  /**
+   * Starts a block's state afresh: `columnShiftsJson` is the rewrite's column edits (see rewrite.ts);
+   * with `checkFinal`, FINAL and FINAL_VAR have the worker check their value (`check_final`).
+   */
+  beginBlock(outputLimit: number, wrapperLine: number, columnShiftsJson: string, checkFinal: boolean): void;
   /** Whether the running block's promise has yet to settle. */
   blockPending(): boolean;
   /** Delivers the reply to an asynchronous call of the running block. */

@@ -20,6 +20,13 @@ interface Tools {
   asyncTools: string[];
 }
 
+/** The output schema FINAL values are checked against in the worker (see Sandbox.setOutputSchema). */
+export interface BlockOutputSchema {
+  schema: Record<string, unknown>;
+  /** What a refused FINAL throws, with `{{problems}}` for the list of problems. */
+  refusal: string;
+}
+
 /**
  * The sandbox's worker process and what every worker of it must hold: the limits, the contexts, the
  * tools and the setup code. A worker that died or was discarded is replaced on next use by a fresh
@@ -32,6 +39,7 @@ export class WorkerReplay {
   readonly #contexts = new Map<string, unknown>();
   readonly #setupBlocks: string[] = [];
   #tools: Tools | undefined;
+  #outputSchema: BlockOutputSchema | undefined;
   #loadedContextMb = 0;
 
   constructor(options: WorkerReplayOptions) {
@@ -80,6 +88,15 @@ export class WorkerReplay {
     await this.#loadTools(worker);
   }
 
+  /** Sets (or, with undefined, clears) the output schema; every later worker gets it too. */
+  async setOutputSchema(outputSchema: BlockOutputSchema | undefined): Promise<void> {
+    // A worker never had a schema unless one was set: clearing none costs no round trip.
+    if (outputSchema === undefined && this.#outputSchema === undefined) return;
+    const worker = await this.live();
+    this.#outputSchema = outputSchema;
+    await this.#loadOutputSchema(worker);
+  }
+
   /** Runs setup code and keeps it for every later worker. Throws if it fails. */
   async addSetupCode(code: string): Promise<ExecuteResult> {
     const result = await this.#runSetup(await this.live(), code);
@@ -110,6 +127,7 @@ export class WorkerReplay {
       await this.#command(worker, { type: 'init', memoryLimitMb: this.#limits.memoryLimitMb, hostCallLimits }, undefined);
       for (const [name, value] of this.#contexts) await this.#loadContext(worker, name, value, undefined);
       if (this.#tools) await this.#loadTools(worker);
+      if (this.#outputSchema) await this.#loadOutputSchema(worker);
       for (const code of this.#setupBlocks) {
         const replay = await this.#runSetup(worker, code);
         if (replay.error) throw new SandboxError('sandbox_setup_failed', `setup code failed after a reset: ${replay.error.message}`);
@@ -123,6 +141,12 @@ export class WorkerReplay {
 
   #loadTools(worker: WorkerProcess): Promise<void> {
     return this.#command(worker, { type: 'setTools', ...this.#tools!, timeoutMs: this.#limits.blockTimeoutMs }, undefined);
+  }
+
+  #loadOutputSchema(worker: WorkerProcess): Promise<void> {
+    const outputSchema = this.#outputSchema;
+    const command = { type: 'setOutputSchema', schema: outputSchema ? JSON.stringify(outputSchema.schema) : null, refusal: outputSchema?.refusal ?? '' } as const;
+    return this.#command(worker, command, undefined);
   }
 
   async #loadContext(worker: WorkerProcess, name: string, value: unknown, signal: AbortSignal | undefined): Promise<void> {

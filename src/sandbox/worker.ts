@@ -16,13 +16,15 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import ivm from 'isolated-vm';
+import type { z } from 'zod';
 import { DEFAULTS } from '../defaults.js';
 import { describeError } from '../errors.js';
 import { encodeFrame, FrameDecoder } from './framing.js';
 import { isolateErrorText, isTimeoutText } from './isolate-errors.js';
 import { startOrphanWatchdog } from './orphan-watchdog.js';
 import type { HostReply, WorkerCommand, WorkerEvent } from './protocol.js';
-import { BLOCK_FILENAME, PRELUDE_FILENAME, type PreludeController } from './shared.js';
+import { MAX_REJECTED_FINALS, problemsOf, problemsText, REJECTED_ANSWER_CHARS, type RejectedFinal } from './schema-problems.js';
+import { BLOCK_FILENAME, clip, PRELUDE_FILENAME, type PreludeController } from './shared.js';
 
 /**
  * The in-isolate prelude: sandbox/prelude.ts (with sandbox/primordials.ts, inspect.ts, json.ts),
@@ -64,6 +66,14 @@ const asyncCalls = new Set<number>();
 const earlyReplies = new Map<number, string>();
 /** Time model code spent in calls to this process (the isolate's timeout is paused meanwhile). */
 let timeOutsideIsolateMs = 0;
+/** The output schema's validator and what a refused FINAL throws (see setOutputSchema). */
+let outputCheck: { validator: z.ZodType; refusal: string } | undefined;
+/** The running block's time: checks of its FINAL values spend it. */
+let runningBudget: ExecutionBudget | undefined;
+/** FINAL values of the running block the output schema refused (the first few). */
+let rejectedFinals: RejectedFinal[] = [];
+/** How a FINAL check's request starts (the prelude writes `kind` first). */
+const CHECK_FINAL_HEAD = '{"kind":"check_final",';
 
 function send(event: WorkerEvent) {
   writeFully(encodeFrame(event));
@@ -139,6 +149,7 @@ function takeDecodedReply(wanted: (id: number) => boolean): HostReplyCommand | u
 // carry host stack frames and paths. Every failure becomes a JSON error reply instead.
 function hostCall(request: string): string {
   if (request.length > maxHostCallChars) return errorReply('RangeError', tooLargeMessage(request));
+  if (request.startsWith(CHECK_FINAL_HEAD)) return checkFinal(request);
   return outsideIsolate(() => {
     try {
       const id = nextHostCallId++;
@@ -164,6 +175,40 @@ function hostCallAsync(request: string): number | string {
       return errorReply('HostError', `the host call failed: ${describeError(error).message}`);
     }
   });
+}
+
+/**
+ * A FINAL value checked against the output schema, here rather than in the host: model code can
+ * loop FINAL of a huge value, and the check (zod lists every problem before it returns) must cost
+ * the block's time, never the host's event loop. It runs inside the block's time (not
+ * outsideIsolate), and once that is used up, FINAL is refused unchecked.
+ */
+function checkFinal(request: string): string {
+  if (!outputCheck) return JSON.stringify({ ok: true, value: null } satisfies HostReply);
+  if (runningBudget && runningBudget.leftMs() <= 0) {
+    return errorReply('TimeoutError', 'FINAL: the block used up its time limit, so the answer was not checked. Call FINAL in a new block.');
+  }
+  try {
+    const { answer } = JSON.parse(request) as { answer: string };
+    const checked = outputCheck.validator.safeParse(JSON.parse(answer));
+    if (checked.success) return JSON.stringify({ ok: true, value: null } satisfies HostReply);
+    const problems = problemsOf(checked.error.issues);
+    if (rejectedFinals.length < MAX_REJECTED_FINALS) rejectedFinals.push({ answer: clip(answer, REJECTED_ANSWER_CHARS), problems });
+    return errorReply('TypeError', outputCheck.refusal.replace('{{problems}}', () => problemsText(problems)));
+  } catch (error) {
+    return errorReply('HostError', `FINAL: the answer could not be checked: ${describeError(error).message}`);
+  }
+}
+
+/** Loads zod only when a schema arrives: workers of runs without one start as before. */
+async function setOutputSchema(command: Extract<WorkerCommand, { type: 'setOutputSchema' }>): Promise<void> {
+  if (command.schema === null) {
+    outputCheck = undefined;
+    return;
+  }
+  const { z } = await import('zod');
+  const validator = z.fromJSONSchema(JSON.parse(command.schema) as Parameters<typeof z.fromJSONSchema>[0]);
+  outputCheck = { validator, refusal: command.refusal };
 }
 
 function outsideIsolate<T>(call: () => T): T {
@@ -227,10 +272,12 @@ type Outcome = 'completed' | 'timeout' | 'memory' | 'compile-error' | 'unhandled
 type StepResult = { outcome: Outcome; failure?: string };
 
 function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract<WorkerEvent, { type: 'executed' }> {
-  const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts } = command;
-  controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts)], { timeout: timeoutMs });
+  const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts, checkFinal } = command;
+  rejectedFinals = [];
+  controller!.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts), checkFinal], { timeout: timeoutMs });
   try {
     const budget = new ExecutionBudget(timeoutMs);
+    runningBudget = budget;
     let step = runScript(code, budget);
     if (step.outcome === 'completed') step = awaitAsyncCalls(budget);
     const { outcome, failure } = step;
@@ -242,6 +289,7 @@ function runBlock(command: Extract<WorkerCommand, { type: 'execute' }>): Extract
     if (full) return { type: 'executed', outcome: 'memory-full', failure: full, result };
     return { type: 'executed', outcome, failure, result };
   } finally {
+    runningBudget = undefined;
     // Calls the block left unanswered: their replies, if any come, are dropped.
     asyncCalls.clear();
     earlyReplies.clear();
@@ -322,8 +370,17 @@ function nextAsyncReply(): { id: number; payload: string } {
  */
 class ExecutionBudget {
   private usedMs = 0;
+  /** The running step: when it started, with the time spent outside the isolate until then. */
+  private step: { started: number; outsideBefore: number } | undefined;
 
   constructor(private readonly limitMs: number) {}
+
+  /** Time the block has left now, the running step's use so far included. */
+  leftMs(): number {
+    const step = this.step;
+    const stepUsedMs = step ? performance.now() - step.started - (timeOutsideIsolateMs - step.outsideBefore) : 0;
+    return this.limitMs - this.usedMs - stepUsedMs;
+  }
 
   run(step: (timeoutMs: number) => void): StepResult {
     return this.runAtLeast(0, step);
@@ -335,12 +392,14 @@ class ExecutionBudget {
     if (leftMs <= 0) return { outcome: 'timeout' };
     const started = performance.now();
     const outsideBefore = timeOutsideIsolateMs;
+    this.step = { started, outsideBefore };
     try {
       step(Math.ceil(leftMs));
       return { outcome: 'completed' };
     } catch (error) {
       return failedStep(error);
     } finally {
+      this.step = undefined;
       this.usedMs += performance.now() - started - (timeOutsideIsolateMs - outsideBefore);
     }
   }
@@ -388,8 +447,15 @@ function handle(command: WorkerCommand) {
         controller!.setTools.applySync(undefined, [command.specs, JSON.stringify(command.asyncTools)], { timeout: command.timeoutMs });
         send({ type: 'done', id: command.id });
         break;
+      case 'setOutputSchema':
+        // Answered once zod has loaded; the host sends nothing else until then.
+        setOutputSchema(command).then(
+          () => send({ type: 'done', id: command.id }),
+          (error: unknown) => send({ type: 'failed', id: command.id, message: describeError(error).message, disposed: false }),
+        );
+        break;
       case 'execute':
-        send({ ...runBlock(command), id: command.id });
+        send({ ...runBlock(command), ...(rejectedFinals.length > 0 && { rejectedFinals }), id: command.id });
         break;
       case 'hostReply':
         break; // a reply that arrived after its block ended

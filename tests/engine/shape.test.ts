@@ -134,7 +134,7 @@ describe('the public API', () => {
     const declarations = join(packageRoot(), 'dist', 'types', 'engine', 'rlm.d.ts');
     expect(existsSync(declarations)).toBe(true);
     const text = readFileSync(declarations, 'utf8');
-    expect(text).toContain('completion(input: CompletionInput)');
+    expect(text).toContain('completion<Output extends OutputSchemaSpec | undefined = undefined>(input: CompletionInput<Output>)');
     expect(text).not.toContain('startRun');
     expect(text).toContain('prepare(): Promise<PreparedRLM>');
     for (const internal of ['RunSettings', 'SessionState', 'TreeShared']) expect(text, internal).not.toContain(internal);
