@@ -25,6 +25,14 @@ interface LogMetadata {
   maxIterations: number | undefined;
   environment: string | undefined;
   timestamp: string | undefined;
+  /** The JSON Schema the answer had to match (rlm logs of runs given one). */
+  outputSchema: Record<string, unknown> | undefined;
+}
+
+/** A final answer refused because it did not match the output schema, and why. */
+export interface RejectedFinalView {
+  answer: string;
+  problems: string[];
 }
 
 export interface IterationView {
@@ -33,6 +41,8 @@ export interface IterationView {
   response: string;
   blocks: BlockView[];
   finalAnswer: string | null;
+  /** The answer that ended the turn but did not match the output schema. */
+  rejectedFinal: RejectedFinalView | undefined;
   durationMs: number | undefined;
 }
 
@@ -44,6 +54,8 @@ export interface BlockView {
   variables: Record<string, string>;
   durationMs: number | undefined;
   finalAnswer: string | null;
+  /** FINAL values the block gave that did not match the output schema (none in older logs). */
+  rejectedFinals: RejectedFinalView[];
   subcalls: SubcallView[];
   toolCalls: ToolCallView[];
 }
@@ -147,6 +159,7 @@ function readMetadata(entry: Record<string, unknown>): LogMetadata {
     maxIterations: optionalNumber(entry.max_iterations),
     environment: optionalText(entry.environment_type),
     timestamp: optionalText(entry.timestamp),
+    outputSchema: object(entry.output_schema),
   };
 }
 
@@ -157,6 +170,7 @@ function readIteration(entry: Record<string, unknown>, fallbackIndex: number): I
     response: text(entry.response),
     blocks: list(entry.code_blocks).map(readBlock),
     finalAnswer: optionalText(entry.final_answer) ?? null,
+    rejectedFinal: entry.rejected_final === undefined ? undefined : readRejectedFinal(entry.rejected_final),
     durationMs: seconds(entry.iteration_time),
   };
 }
@@ -171,9 +185,15 @@ function readBlock(value: unknown): BlockView {
     variables: Object.fromEntries(Object.entries(object(result.locals) ?? {}).map(([name, type]) => [name, String(type)])),
     durationMs: seconds(result.execution_time),
     finalAnswer: optionalText(result.final_answer) ?? null,
+    rejectedFinals: list(result.rejected_finals).map(readRejectedFinal),
     subcalls: list(result.rlm_calls).map(readSubcall),
     toolCalls: list(result.tool_calls).map(readToolCall),
   };
+}
+
+function readRejectedFinal(value: unknown): RejectedFinalView {
+  const rejected = object(value) ?? {};
+  return { answer: text(rejected.answer), problems: list(rejected.problems).map(text) };
 }
 
 function readSubcall(value: unknown): SubcallView {

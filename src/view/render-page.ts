@@ -6,9 +6,11 @@
 // (which escapes what it is given), so the page carries no highlighter of its own.
 import hljs from 'highlight.js/lib/core';
 import javascript from 'highlight.js/lib/languages/javascript';
-import type { BlockView, IterationView, RunLog, SubcallView, ToolCallView } from './log-reader.js';
+import json from 'highlight.js/lib/languages/json';
+import type { BlockView, IterationView, RejectedFinalView, RunLog, SubcallView, ToolCallView } from './log-reader.js';
 
 hljs.registerLanguage('javascript', javascript);
+hljs.registerLanguage('json', json);
 
 /** Longer texts show this many characters, with a control to expand the rest. */
 const PREVIEW_CHARS = 2_000;
@@ -102,10 +104,24 @@ function renderOutcome(log: RunLog): string {
   const forced = end?.status === 'completed' && (end.forced ?? finalInLog === undefined);
   return `<section class="outcome">
   ${question !== undefined ? `<div class="question"><h2>Question</h2>${renderText(question)}</div>` : ''}
+  ${log.metadata?.outputSchema ? `<details class="schema" id="output-schema"><summary>Output schema</summary>${renderText(JSON.stringify(log.metadata.outputSchema, null, 2), 'json')}</details>` : ''}
   <div class="answer ${failed ? 'failed' : ''}" id="answer"><h2>${end?.partialAnswer !== undefined && end.answer === undefined ? 'Partial answer' : 'Answer'} <span class="status status-${escape(status)}" id="status">${escape(status)}</span>${forced ? ' <span class="status status-forced" id="forced">forced</span>' : ''}</h2>
-  ${answer !== undefined ? renderText(answer) : '<p class="none">No answer.</p>'}
+  ${answer !== undefined ? renderAnswer(answer, log) : '<p class="none">No answer.</p>'}
   ${end?.error ? `<p class="error">${escape([end.error.name, end.error.code].filter(Boolean).join(' · '))}: ${escape(end.error.message ?? '')}</p>` : ''}</div>
 </section>`;
+}
+
+/**
+ * A run given an output schema answers with JSON text: shown formatted and highlighted. A candidate
+ * that is not JSON (the partial answer of a run that could not produce a match) is shown as it is.
+ */
+function renderAnswer(answer: string, log: RunLog): string {
+  if (!log.metadata?.outputSchema) return renderText(answer);
+  try {
+    return renderText(JSON.stringify(JSON.parse(answer), null, 2), 'json');
+  } catch {
+    return renderText(answer);
+  }
 }
 
 function lastFinalAnswer(iterations: IterationView[]): string | undefined {
@@ -140,12 +156,14 @@ ${
 
 function renderIteration(iteration: IterationView, scope: 'root' | 'child'): string {
   const final = iteration.finalAnswer !== null ? ' · <span class="final">FINAL</span>' : '';
+  const rejected = iteration.rejectedFinal || iteration.blocks.some((block) => block.rejectedFinals.length > 0) ? ` · ${REJECTED_BADGE}` : '';
   return `<details class="iteration${scope === 'root' ? ' root-iteration' : ''}" open>
-<summary>Iteration ${iteration.index} · ${iteration.blocks.length} block${iteration.blocks.length === 1 ? '' : 's'}${iteration.durationMs !== undefined ? ` · ${seconds(iteration.durationMs)}` : ''}${final}</summary>
+<summary>Iteration ${iteration.index} · ${iteration.blocks.length} block${iteration.blocks.length === 1 ? '' : 's'}${iteration.durationMs !== undefined ? ` · ${seconds(iteration.durationMs)}` : ''}${final}${rejected}</summary>
 <div class="body">
   <details class="prompt"><summary>Prompt (${iteration.prompt.length} messages)</summary>${renderText(JSON.stringify(iteration.prompt, null, 2))}</details>
   <h3>Model reply</h3>${renderText(replyWithoutBlocks(iteration.response, iteration.blocks), 'reply')}
   ${iteration.blocks.map(renderBlock).join('\n')}
+  ${iteration.rejectedFinal ? renderRejectedFinal(iteration.rejectedFinal) : ''}
   ${iteration.finalAnswer !== null ? `<h3>Final answer</h3>${renderText(iteration.finalAnswer)}` : ''}
 </div>
 </details>`;
@@ -168,9 +186,21 @@ function renderBlock(block: BlockView, index: number): string {
   ${renderText(block.code, 'code')}
   ${block.stdout ? `<h4>Output</h4>${renderText(block.stdout)}` : ''}
   ${block.stderr ? `<h4>Errors</h4>${renderText(block.stderr, 'stderr')}` : ''}
+  ${block.rejectedFinals.map(renderRejectedFinal).join('\n')}
   ${variables.length ? `<p class="variables">${variables.map(([name, type]) => `<code>${escape(name)}</code>: ${escape(type)}`).join(' · ')}</p>` : ''}
   ${block.toolCalls.map(renderToolCall).join('\n')}
   ${block.subcalls.map(renderSubcall).join('\n')}
+</div>`;
+}
+
+const REJECTED_BADGE = '<span class="rejected-badge">FINAL rejected</span>';
+
+/** An answer refused because it did not match the output schema: the problems the model was shown, and the answer. */
+function renderRejectedFinal(rejected: RejectedFinalView): string {
+  return `<div class="rejected-final">
+  <h4>${REJECTED_BADGE} does not match the output schema</h4>
+  <ul class="rejected-problems">${rejected.problems.map((problem) => `<li><code>${escape(problem)}</code></li>`).join('')}</ul>
+  ${renderText(rejected.answer, 'rejected-answer')}
 </div>`;
 }
 
@@ -236,13 +266,17 @@ function messageText(message: unknown): { role: string; text: string } | undefin
 
 /** A text as preformatted, cut to a preview with an expand control when long; code highlighted. */
 function renderText(text: string, kind = 'text'): string {
-  const format = kind === 'code' ? highlight : escape;
+  const format = kind === 'code' ? highlightCode : kind === 'json' ? highlightJson : escape;
   if (text.length <= PREVIEW_CHARS) return `<pre class="${kind}">${format(text)}</pre>`;
   return `<pre class="${kind}">${format(text.slice(0, PREVIEW_CHARS))}</pre><details class="more"><summary>show all ${text.length.toLocaleString('en-US')} characters</summary><pre class="${kind}">${format(text)}</pre></details>`;
 }
 
-function highlight(code: string): string {
+function highlightCode(code: string): string {
   return hljs.highlight(code, { language: 'javascript', ignoreIllegals: true }).value;
+}
+
+function highlightJson(json: string): string {
+  return hljs.highlight(json, { language: 'json', ignoreIllegals: true }).value;
 }
 
 function oneLine(text: string): string {
@@ -266,7 +300,7 @@ header, main { max-width: 1100px; margin: 0 auto; padding: 12px 20px; }
 h1 small { color: var(--muted); font-weight: normal; font-size: 60%; }
 h2 { font-size: 15px; margin: 8px 0 4px; } h3 { font-size: 14px; margin: 12px 0 4px; } h4 { font-size: 13px; margin: 8px 0 2px; color: var(--muted); }
 pre { background: var(--panel); border: 1px solid var(--line); border-radius: 6px; padding: 8px; white-space: pre-wrap; word-break: break-word; margin: 4px 0; max-height: 480px; overflow: auto; }
-pre.code, pre.reply { font-family: ui-monospace, monospace; } pre.stderr, .error { color: var(--bad); }
+pre.code, pre.reply, pre.json, pre.rejected-answer { font-family: ui-monospace, monospace; } pre.stderr, .error { color: var(--bad); }
 .answer.failed h2 { color: var(--bad); }
 .status { font-size: 12px; border-radius: 10px; padding: 1px 8px; border: 1px solid currentColor; font-weight: normal; }
 .status-completed { color: var(--good); } .status-forced { color: var(--accent); }
@@ -280,6 +314,9 @@ details.iteration.current { outline: 2px solid var(--accent); }
 details.more, details.prompt { border: none; padding: 0; }
 .child-run { border-left: 3px solid var(--accent); }
 .final { color: var(--good); font-weight: 600; }
+.rejected-badge { color: var(--bad); border: 1px solid currentColor; border-radius: 10px; padding: 0 8px; font-size: 12px; font-weight: 600; }
+.rejected-final { border-left: 3px solid var(--bad); padding-left: 8px; margin: 8px 0; } .rejected-problems { margin: 4px 0; color: var(--bad); }
+.hljs-attr { color: #4078f2; } @media (prefers-color-scheme: dark) { .hljs-attr { color: #61afef; } }
 .search { margin: 8px 0; } .search input { width: 320px; padding: 4px 8px; } .hint, #matches { color: var(--muted); font-size: 12px; }
 .hljs-keyword, .hljs-built_in { color: #a626a4; } .hljs-string, .hljs-regexp { color: #50a14f; } .hljs-number, .hljs-literal { color: #986801; } .hljs-comment { color: var(--muted); font-style: italic; } .hljs-title, .hljs-property { color: #4078f2; }
 @media (prefers-color-scheme: dark) { .hljs-keyword, .hljs-built_in { color: #c678dd; } .hljs-string, .hljs-regexp { color: #98c379; } .hljs-number, .hljs-literal { color: #d19a66; } .hljs-title, .hljs-property { color: #61afef; } }

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { readRunLog } from '../../src/view/log-reader.js';
 import { renderPage } from '../../src/view/render-page.js';
-import { iterationLine, loggedRun, serveView } from './helpers.js';
+import { iterationLine, loggedRun, serveView, structuredRun } from './helpers.js';
 
 const browserPath = process.env.CHROMIUM_PATH ?? findOnPath(['chromium', 'chromium-browser', 'google-chrome']);
 const artifacts = join(packageRoot(), 'test-artifacts');
@@ -83,6 +83,28 @@ describe.skipIf(!browserPath)('the viewer page in Chromium', () => {
     await page.screenshot({ path: join(artifacts, 'viewer.png'), fullPage: true });
     expect(scriptErrors).toEqual([]);
     expect(requested.filter((url) => !url.startsWith('file://'))).toEqual([]);
+  });
+
+  it('shows a refused FINAL with a visible badge and its problems, found by search', async () => {
+    const { path } = await structuredRun();
+    mkdirSync(artifacts, { recursive: true });
+    const pagePath = join(artifacts, 'viewer-structured.html');
+    writeFileSync(pagePath, renderPage(readRunLog(readFileSync(path, 'utf8')), 'run.jsonl'));
+    const page = await browser.newPage();
+    await page.goto(pathToFileURL(pagePath).href);
+    const badge = page.locator('details.root-iteration').first().locator('> summary .rejected-badge');
+    await expect(badge.isVisible()).resolves.toBe(true);
+    await expect(badge.innerText()).resolves.toBe('FINAL rejected');
+    // The schema starts collapsed; the answer is shown indented.
+    await expect(page.locator('#output-schema pre').isVisible()).resolves.toBe(false);
+    await expect(page.locator('#answer pre').innerText()).resolves.toContain('\n  "parties": [\n');
+    // Search finds the problems inside a closed iteration and opens it.
+    await page.locator('details.root-iteration').first().locator('> summary').click();
+    await page.keyboard.press('/');
+    await page.keyboard.type('expected array, received string');
+    await page.waitForFunction(() => document.getElementById('matches')!.textContent !== '');
+    await expect(page.locator('.rejected-problems mark').first().isVisible()).resolves.toBe(true);
+    await page.screenshot({ path: join(artifacts, 'viewer-structured.png'), fullPage: true });
   });
 
   it('updates a page served with --follow while the run is still writing its log', async () => {

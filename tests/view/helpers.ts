@@ -46,3 +46,17 @@ export async function serveView(logPath: string, extra: string[] = []): Promise<
 /** One more iteration line, as a run still writing its log appends it. */
 export const iterationLine = (index: number, response: string) =>
   `${JSON.stringify({ type: 'iteration', iteration: index, prompt: [], response, code_blocks: [], final_answer: null, iteration_time: 0.1 })}\n`;
+
+export const contractAnswer = { parties: [{ name: 'Acme', signed: '2024-01-02' }], effective: '2024-02-01' };
+
+/**
+ * A real log of a run given an output schema: a FINAL value in a block is rejected (a wrong type and
+ * a missing field), then a text FINAL that is not JSON, then a matching answer is taken.
+ */
+export async function structuredRun(): Promise<{ path: string; text: string }> {
+  const logDir = tempFolder('rlm-view-structured-');
+  const output = z.object({ parties: z.array(z.object({ name: z.string(), signed: z.string() })), effective: z.string() });
+  const { languageModel } = models([repl('FINAL({ parties: "none" })'), 'FINAL({parties: [], effective: "x"})', repl(`FINAL(${JSON.stringify(contractAnswer)})`)]);
+  const result = await new RLM({ model: 'root', languageModel, logDir }).completion({ context: 'a contract', query: 'Who signed?', output });
+  return { path: result.logPath!, text: readFileSync(result.logPath!, 'utf8') };
+}

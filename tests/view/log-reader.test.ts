@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readRunLog } from '../../src/view/log-reader.js';
-import { loggedRun } from './helpers.js';
+import { contractAnswer, loggedRun, structuredRun } from './helpers.js';
 
 describe('readRunLog', () => {
   it('reads a whole rlm log into a run tree with child runs, sub-calls, tool calls and the end', async () => {
@@ -85,5 +85,37 @@ describe('readRunLog', () => {
       child: undefined,
     });
     expect(log.endsEarly).toBe(true);
+  });
+
+  it('reads the output schema and each rejected FINAL, in a block and at the end of a turn', async () => {
+    const log = readRunLog((await structuredRun()).text);
+    expect(log.problems).toEqual([]);
+    expect(log.metadata!.outputSchema).toMatchObject({ type: 'object', required: ['parties', 'effective'] });
+    const [first, second, third] = log.iterations;
+    expect(first!.blocks[0]!.rejectedFinals).toEqual([{ answer: '{"parties":"none"}', problems: ['parties: expected array, received string', 'effective: missing (expected string)'] }]);
+    expect(first!.rejectedFinal).toBeUndefined();
+    expect(second!.rejectedFinal).toMatchObject({ answer: '{parties: [], effective: "x"}' });
+    expect(second!.rejectedFinal!.problems.length).toBeGreaterThan(0);
+    expect(third!.blocks[0]!.rejectedFinals).toEqual([]);
+    expect(JSON.parse(log.end!.answer!)).toEqual(contractAnswer);
+  });
+
+  it('reads logs without these fields, and malformed ones, without throwing', async () => {
+    const old = readRunLog((await loggedRun()).text);
+    expect(old.metadata!.outputSchema).toBeUndefined();
+    expect(old.iterations.every((iteration) => iteration.rejectedFinal === undefined && iteration.blocks.every((block) => block.rejectedFinals.length === 0))).toBe(true);
+    const odd = [
+      { type: 'metadata', output_schema: 'not an object' },
+      { type: 'iteration', iteration: 1, prompt: [], response: '', final_answer: null, rejected_final: 7, code_blocks: [{ code: 'x', result: { rejected_finals: [null, { answer: { a: 1 }, problems: 'one' }, { problems: [1, null] }] } }] },
+    ];
+    const log = readRunLog(odd.map((entry) => JSON.stringify(entry)).join('\n'));
+    expect(log.problems).toEqual([]);
+    expect(log.metadata!.outputSchema).toBeUndefined();
+    expect(log.iterations[0]!.rejectedFinal).toEqual({ answer: '', problems: [] });
+    expect(log.iterations[0]!.blocks[0]!.rejectedFinals).toEqual([
+      { answer: '', problems: [] },
+      { answer: '{"a":1}', problems: [] },
+      { answer: '', problems: ['1', ''] },
+    ]);
   });
 });

@@ -5,11 +5,12 @@ import { RLM } from '../../src/index.js';
 import { readRunLog } from '../../src/view/log-reader.js';
 import { renderPage, runStats } from '../../src/view/render-page.js';
 import { models } from '../engine/helpers.js';
-import { loggedRun } from './helpers.js';
+import { loggedRun, structuredRun } from './helpers.js';
 import { repl } from '../repl.js';
 import { tempFolder } from '../temp-folder.js';
 
 const line = (entry: unknown) => JSON.stringify(entry);
+const withoutTags = (html: string) => html.replace(/<[^>]*>/g, '');
 
 describe('renderPage', () => {
   it('shows the question, the answer, the stats over the whole tree and the child run nested in its block', async () => {
@@ -91,5 +92,41 @@ describe('renderPage', () => {
     const page = renderPage(readRunLog(line({ type: 'iteration', iteration: 1, prompt: [], response: long, code_blocks: [], final_answer: null })), 'x');
     expect(page).toContain('show all 10,007 characters');
     expect(page.split('THE END')).toHaveLength(2);
+  });
+
+  it('shows the output schema collapsed, the answer as formatted JSON, and marks each rejected FINAL with its problems', async () => {
+    const page = renderPage(readRunLog((await structuredRun()).text), 'run.jsonl');
+    const schema = page.slice(page.indexOf('<details class="schema" id="output-schema"><summary>Output schema</summary>'), page.indexOf('</details>', page.indexOf('id="output-schema"')));
+    expect(withoutTags(schema)).toContain('{\n  &quot;type&quot;: &quot;object&quot;,\n  &quot;properties&quot;: {');
+    // The answer, indented and highlighted as JSON, not the one line the log holds.
+    const answer = page.slice(page.indexOf('id="answer"'), page.indexOf('</section>', page.indexOf('id="answer"')));
+    expect(answer).toContain('<pre class="json">');
+    expect(answer).toContain('<span class="hljs-attr">&quot;parties&quot;</span>');
+    expect(withoutTags(answer)).toContain('{\n  &quot;parties&quot;: [\n    {\n      &quot;name&quot;: &quot;Acme&quot;,');
+    // The first iteration's block and the second iteration's text FINAL are marked, the third is not.
+    const iterations = page.split('<details class="iteration root-iteration" open>').slice(1);
+    expect(iterations).toHaveLength(3);
+    expect(iterations[0]).toMatch(/^\n<summary>Iteration 1 [^\n]* · <span class="rejected-badge">FINAL rejected<\/span><\/summary>/);
+    expect(iterations[0]).toContain('<li><code>parties: expected array, received string</code></li><li><code>effective: missing (expected string)</code></li>');
+    expect(iterations[0]).toContain('<pre class="rejected-answer">{&#34;parties&#34;:&#34;none&#34;}</pre>');
+    expect(iterations[1]).toContain('class="rejected-badge">FINAL rejected</span></summary>');
+    expect(iterations[1]).toContain('<pre class="rejected-answer">{parties: [], effective: &#34;x&#34;}</pre>');
+    expect(iterations[2]).not.toContain('rejected');
+  });
+
+  it('renders a log without an output schema or rejected answers as before', async () => {
+    const page = renderPage(readRunLog((await loggedRun()).text), 'run.jsonl');
+    expect(page).not.toContain('id="output-schema"');
+    expect(page).not.toContain('class="rejected');
+    expect(page).not.toContain('<pre class="json">');
+    // An answer that happens to be JSON stays as it was given when the run had no schema.
+    const log = readRunLog([line({ type: 'metadata' }), line({ type: 'run_end', status: 'completed', answer: '{"a":1}' })].join('\n'));
+    expect(renderPage(log, 'x')).toContain('<pre class="text">{&#34;a&#34;:1}</pre>');
+  });
+
+  it('shows a partial answer that is not JSON as text when the run had a schema', () => {
+    const metadata = line({ type: 'metadata', output_schema: { type: 'object' } });
+    const end = line({ type: 'run_end', status: 'error', error: { name: 'RunFailedError', code: 'invalid_output', message: 'no match' }, partialAnswer: 'not {json' });
+    expect(renderPage(readRunLog(`${metadata}\n${end}`), 'x')).toContain('<pre class="text">not {json</pre>');
   });
 });
