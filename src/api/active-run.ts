@@ -1,4 +1,5 @@
 import type { RlmEvent } from '../engine/events.js';
+import type { OutputSchemaSpec } from '../engine/output-schema.js';
 import type { RLM } from '../engine/rlm.js';
 import type { ToolCall, ToolChoice, ToolSpec } from '../lm/types.js';
 import { ApiError } from './errors.js';
@@ -6,7 +7,8 @@ import { ApiError } from './errors.js';
 /** Where a run stands when it has something for its caller. */
 export type RunStep =
   | { type: 'tool-calls'; calls: ToolCall[]; iterations: number }
-  | { type: 'answer'; answer: string; forced: boolean; iterations: number }
+  /** `structured`: the answer is JSON checked against the request's `response_format`. */
+  | { type: 'answer'; answer: string; forced: boolean; structured: boolean; iterations: number }
   | { type: 'failed'; error: unknown };
 
 export interface TokenCount {
@@ -19,6 +21,14 @@ export interface TokenCount {
 export interface Spent {
   usage: TokenCount;
   costUsd: number | null;
+}
+
+export interface ActiveRunInput {
+  context: unknown;
+  query: string;
+  /** The schema the answer must match (from `response_format`); the answer is then its JSON text. */
+  output?: OutputSchemaSpec | undefined;
+  callerTools?: { specs: ToolSpec[]; toolChoice: ToolChoice | undefined } | undefined;
 }
 
 /**
@@ -36,9 +46,10 @@ export class ActiveRun {
   /** Root iterations started so far. */
   private iterations = 0;
 
-  constructor(rlm: RLM, input: { context: unknown; query: string; callerTools?: { specs: ToolSpec[]; toolChoice: ToolChoice | undefined } | undefined }) {
+  constructor(rlm: RLM, input: ActiveRunInput) {
     const callerTools = input.callerTools && { ...input.callerTools, call: (calls: ToolCall[], signal: AbortSignal) => this.waitForResults(calls, signal) };
-    void this.follow(rlm.stream({ context: input.context, query: input.query, signal: this.controller.signal, ...(callerTools && { callerTools }) }));
+    const { context, query, output } = input;
+    void this.follow(rlm.stream({ context, query, output, signal: this.controller.signal, ...(callerTools && { callerTools }) }));
   }
 
   /** The run's next step; waiting ends early (and the run is cancelled) if `signal` aborts. */
@@ -104,7 +115,10 @@ export class ActiveRun {
           else this.cost.usd += event.costUsd ?? 0;
         }
         if (event.type === 'iteration-start' && event.depth === 0) this.iterations = Math.min(event.iteration, event.maxIterations);
-        if (event.type === 'run-end') this.reach({ type: 'answer', answer: event.result.response, forced: event.result.forced, iterations: event.result.iterations });
+        if (event.type === 'run-end') {
+          const { response, forced, iterations } = event.result;
+          this.reach({ type: 'answer', answer: response, forced, structured: 'output' in event.result, iterations });
+        }
       }
     } catch (error) {
       this.reach({ type: 'failed', error });

@@ -4,7 +4,7 @@ import { ApiError } from './errors.js';
 import type { RLM } from '../engine/rlm.js';
 import { ActiveRun, type RunStep } from './active-run.js';
 import { PausedRuns } from './paused-runs.js';
-import { callerToolsOf, parseRequest, questionAndContext, trailingToolResults, type ChatCompletionRequest, type ParsedRequest } from './request.js';
+import { callerToolsOf, outputOf, parseRequest, questionAndContext, trailingToolResults, type ChatCompletionRequest, type ParsedRequest } from './request.js';
 import { chunk, chunksOf, completionId, completionOf, failureAsApiError, type ChatCompletion, type ChatCompletionChunk } from './responses.js';
 
 export interface ChatCompletionsOptions {
@@ -70,8 +70,9 @@ export class ChatCompletions {
       return run;
     }
     const { query, context } = questionAndContext(request);
+    const output = outputOf(request);
     const models = await (this.options.resolveModels ?? splitModelName)(request.model, request.rlm_sub_model);
-    return new ActiveRun(this.rlmFor(models), { context, query, callerTools: callerToolsOf(request) });
+    return new ActiveRun(this.rlmFor(models), { context, query, output, callerTools: callerToolsOf(request) });
   }
 
   /** A model pair the server cannot run (no price under a budget, ...) is the request's problem: 400. */

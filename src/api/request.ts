@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { outputSchemaOf, type OutputSchemaSpec } from '../engine/output-schema.js';
+import { ConfigurationError } from '../errors.js';
 import type { ToolChoice, ToolSpec } from '../lm/types.js';
 import { ApiError } from './errors.js';
 
@@ -20,6 +22,21 @@ const toolSpec = z.object({
   function: z.object({ name: z.string().min(1), description: z.string().optional(), parameters: z.record(z.string(), z.unknown()).optional(), strict: z.boolean().nullish() }),
 });
 
+/** OpenAI's structured output: the answer is JSON, matching a schema or just an object. */
+const responseFormat = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text') }),
+  z.object({ type: z.literal('json_object') }),
+  z.object({
+    type: z.literal('json_schema'),
+    json_schema: z.object({
+      name: z.string().regex(/^[\w-]{1,64}$/, 'name must be 1 to 64 letters, digits, _ or -'),
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown(), 'schema must be a JSON Schema object'),
+      strict: z.boolean().nullish(),
+    }),
+  }),
+]);
+
 /** The body of POST /v1/chat/completions, as far as rlm reads it; other fields are ignored. */
 const requestSchema = z
   .object({
@@ -31,6 +48,7 @@ const requestSchema = z
     /** A run has one answer: asking for more choices is refused rather than silently ignored. */
     n: z.literal(1, 'rlm answers with one choice: n must be 1 (or left out)').nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
+    response_format: responseFormat.nullish(),
     /** rlm extension: the input to explore, instead of the system messages and earlier turns. */
     rlm_context: z.unknown().optional(),
     /** rlm extension: the sub-model, where the model name cannot carry it. */
@@ -40,13 +58,19 @@ const requestSchema = z
 export type ChatCompletionRequest = z.input<typeof requestSchema>;
 export type ParsedRequest = z.output<typeof requestSchema>;
 
+/** What a discriminated union accepts, for the field that picks the member. */
+const unionMessages: Record<string, string> = {
+  role: 'unknown role: use system, developer, user, assistant or tool',
+  type: 'unknown type: use text, json_object or json_schema',
+};
+
 /** Validates a request body; problems become a 400 naming the field. */
 export function parseRequest(body: unknown): ParsedRequest {
   const parsed = requestSchema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const param = issue.path.join('.') || null;
-  const message = issue.code === 'invalid_union' && issue.path.at(-1) === 'role' ? 'unknown role: use system, developer, user, assistant or tool' : issue.message;
+  const message = issue.code === 'invalid_union' ? (unionMessages[String(issue.path.at(-1))] ?? issue.message) : issue.message;
   throw new ApiError(400, 'invalid_request_error', `Invalid request: ${param ? `${param}: ` : ''}${message}`, param);
 }
 
@@ -88,4 +112,23 @@ export function questionAndContext(request: ParsedRequest): { query: string; con
 export function callerToolsOf(request: ParsedRequest): { specs: ToolSpec[]; toolChoice: ToolChoice | undefined } | undefined {
   if (!request.tools?.length) return undefined;
   return { specs: request.tools as ToolSpec[], toolChoice: request.tool_choice as ToolChoice | undefined };
+}
+
+/**
+ * The schema the run's answer must match, from `response_format`: json_schema gives its schema,
+ * json_object any object. `strict` needs no handling: every answer is checked. A schema the run
+ * cannot check is the request's problem: a 400 naming the field.
+ */
+export function outputOf(request: ParsedRequest): OutputSchemaSpec | undefined {
+  const format = request.response_format;
+  if (format?.type === 'json_object') return { type: 'object' };
+  if (format?.type !== 'json_schema') return undefined;
+  const { schema } = format.json_schema;
+  try {
+    outputSchemaOf(schema);
+  } catch (error) {
+    if (!(error instanceof ConfigurationError)) throw error;
+    throw new ApiError(400, 'invalid_request_error', `Invalid request: response_format.json_schema.schema: ${error.message}`, 'response_format.json_schema.schema');
+  }
+  return schema;
 }

@@ -24,10 +24,14 @@ function extensionOf(step: Step, spent: Spent): RlmExtension {
   return { forced: step.type === 'answer' && step.forced, iterations: step.iterations, cost_usd: spent.costUsd };
 }
 
-/** A forced answer is cut short by the iteration limit: OpenAI says "length" for an answer cut by its limit. */
+/**
+ * A forced answer is cut short by the iteration limit: OpenAI says "length" for an answer cut by its
+ * limit. A structured answer is whole JSON that matched its schema, forced or not: "stop" (clients
+ * such as the openai SDK's `parse()` refuse "length"); `rlm.forced` still tells.
+ */
 function finishReasonOf(step: Step): FinishReason {
   if (step.type === 'tool-calls') return 'tool_calls';
-  return step.forced ? 'length' : 'stop';
+  return step.forced && !step.structured ? 'length' : 'stop';
 }
 
 /** An answer or a hand-back of tool calls, as OpenAI's chat.completion object. */
@@ -95,13 +99,17 @@ export function completionId(): string {
   return `chatcmpl-rlm-${randomUUID()}`;
 }
 
-/** Why a run failed, as an API error: the upstream model (502), a limit (422), anything else (500). */
+/**
+ * Why a run failed, as an API error: the upstream model (502), a limit or an answer that never
+ * matched `response_format` (422), anything else (500).
+ */
 export function failureAsApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   const partial = error instanceof RunFailedError && error.partialAnswer ? { rlm_partial_answer: error.partialAnswer } : {};
   const code = error instanceof RlmError ? error.code : 'run_failed';
   const { message } = describeError(error);
   if (error instanceof RunLimitError) return new ApiError(422, 'invalid_request_error', `The run stopped at a limit: ${message}`, null, code, partial);
+  if (code === 'invalid_output') return new ApiError(422, 'invalid_request_error', `The run found no answer matching response_format: ${message}`, 'response_format', code, partial);
   if (code === 'model_error') return new ApiError(502, 'upstream_error', `The upstream model failed: ${message}`, null, code, partial);
   return new ApiError(500, 'server_error', `The run failed: ${message}`, null, code, partial);
 }
