@@ -99,12 +99,25 @@ function queryOptions(kind: string, options: unknown): { payload: Record<string,
   if (object === undefined) return { payload, handler: undefined };
   payload.response_format = readOwn(object, 'response_format');
   payload.tool_choice = readOwn(object, 'tool_choice');
+  payload.schema = schemaOption(kind, object);
   const tools = readOwn(object, 'tools');
   if (tools === undefined || tools === null) return { payload, handler: undefined };
+  if (payload.schema !== undefined) throw new TypeErrorCtor(`${kind}: schema and tools cannot be combined; ask with tools first, then for the structured value.`);
   const handler = readOwn(object, 'tool_handler');
   if (typeof handler !== 'function') {
     throw new TypeErrorCtor(`${kind}: tool_handler is required when tools are provided (a function (name, args) => result).`);
   }
   payload.tools = tools;
   return { payload, handler: handler as ToolHandlerFunction };
+}
+
+// A schema asks for a parsed, validated value; it replaces response_format, which asks for text.
+function schemaOption(kind: string, object: object): unknown {
+  const schema = readOwn(object, 'schema');
+  if (schema === undefined || schema === null) return undefined;
+  if (typeof schema !== 'object' || ArrayIsArray(schema)) {
+    throw new TypeErrorCtor(`${kind}: schema must be a JSON Schema object, got ${describeType(schema)}.`);
+  }
+  if (readOwn(object, 'response_format') !== undefined) throw new TypeErrorCtor(`${kind}: give either schema or response_format, not both.`);
+  return schema;
 }

@@ -68,6 +68,14 @@ export class ToolLoopError extends RlmError {
   }
 }
 
+/** A sub-call's answer does not match the schema model code gave, even after one retry; model code can catch it. */
+export class OutputMismatchError extends RlmError {
+  override name = 'OutputMismatchError';
+  constructor(message: string) {
+    super('invalid_output', message);
+  }
+}
+
 /**
  * A call from model code the host refuses (too large a batch, an unknown tool loop). It reaches
  * model code as an error it can catch, under `name` (RangeError, TypeError, Error).

@@ -5,6 +5,8 @@ import { driveToolLoop, toolLoop, type ToolInvocation } from '../lm/tool-loop.js
 import type { ChatMessage, ChatRequest, ToolChoice, ToolSpec } from '../lm/types.js';
 import type { HostCall, ToolHandBackReply } from '../sandbox/protocol.js';
 import { itemResult, settleCalls } from './fan-out.js';
+import type { OutputSchema } from './output-schema.js';
+import { StructuredQueries, querySchemaOf } from './structured-query.js';
 
 type QueryCall = Extract<HostCall, { kind: 'llm_query' | 'llm_query_batched' }>;
 type Prompt = Extract<HostCall, { kind: 'llm_query' }>['prompt'];
@@ -26,11 +28,15 @@ interface LlmQueriesOptions {
  */
 export class LlmQueries {
   private readonly handBacks = new Map<string, ToolHandBack>();
+  private readonly structured: StructuredQueries;
 
-  constructor(private readonly options: LlmQueriesOptions) {}
+  constructor(private readonly options: LlmQueriesOptions) {
+    this.structured = new StructuredQueries((request) => options.gateway.chat(request));
+  }
 
   async query(call: QueryCall, signal: AbortSignal): Promise<unknown> {
     const prompts = call.kind === 'llm_query' ? [call.prompt] : call.prompts;
+    const schema = this.schemaOf(call);
     this.checkCallsLeft(call.kind, prompts.length);
     const requests = prompts.map((prompt) => this.request(prompt, call, signal));
     if (call.tools) {
@@ -39,7 +45,15 @@ export class LlmQueries {
       signal.addEventListener('abort', () => this.handBacks.delete(handBack.id), { once: true });
       return this.advance(handBack);
     }
-    return settleCalls(call.kind === 'llm_query' ? 'single' : 'batch', requests.map((request) => this.answer(request)));
+    const answers = requests.map((request) => (schema ? this.structured.answer(request, schema) : this.answer(request)));
+    return settleCalls(call.kind === 'llm_query' ? 'single' : 'batch', answers);
+  }
+
+  /** The call's schema, checked before any model call; the sandbox refuses these combinations too. */
+  private schemaOf(call: QueryCall): OutputSchema | undefined {
+    if (!call.schema) return undefined;
+    if (call.tools || call.response_format) throw new HostCallError('TypeError', `${call.kind}: schema cannot be combined with tools or response_format.`);
+    return querySchemaOf(call.kind, call.schema);
   }
 
   /**

@@ -40,6 +40,8 @@ const MESSAGE_NAMES = [
   'final-invalid',
   'final-invalid-text',
   'force-final-output',
+  'subcall-schema',
+  'subcall-schema-retry',
 ] as const;
 type MessageName = (typeof MESSAGE_NAMES)[number];
 

@@ -158,9 +158,21 @@ const toolChoiceSchema = z.union([
   z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1) }) }),
 ]);
 
+/**
+ * Larger schemas are refused: the host builds a validator from the schema model code sends, and
+ * that work must stay small next to the model call it checks.
+ */
+export const MAX_QUERY_SCHEMA_CHARS = 64 * 1024;
+
+const querySchemaSchema = z
+  .record(z.string(), z.unknown())
+  .refine((schema) => JSON.stringify(schema).length <= MAX_QUERY_SCHEMA_CHARS, `the schema is larger than ${MAX_QUERY_SCHEMA_CHARS / 1024} KB of JSON; send a smaller one`);
+
 const queryOptionsShape = {
   model: z.string().min(1).optional(),
   response_format: z.record(z.string(), z.unknown()).optional(),
+  /** A JSON Schema the answer must match: the call then answers the parsed, validated value. */
+  schema: querySchemaSchema.optional(),
   /** Tools for the sub-model; their calls are handed back to the sandbox's tool_handler. */
   tools: z.array(toolSpecSchema).min(1).optional(),
   tool_choice: toolChoiceSchema.optional(),
