@@ -6,9 +6,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { RLM, RunFailedError, type RLMOptions } from '../index.js';
-import { describeError, RlmError } from '../errors.js';
-import { OutputSchema } from '../engine/output-schema.js';
+import { checkOutputSchema, RLM, RlmError, RunFailedError, type RLMOptions } from '../index.js';
+import { describeError } from '../errors.js';
 import { loadContexts } from './contexts.js';
 import type { CommandIo } from './io.js';
 import { buildOptions } from './run-command.js';
@@ -143,7 +142,7 @@ async function prepareRuns(flags: McpFlags, io: CommandIo): Promise<{ options: R
 /** Why a JSON Schema cannot be an output schema, or undefined: checked before the run starts. */
 function problemOfSchema(schema: Record<string, unknown>): string | undefined {
   try {
-    new OutputSchema(schema);
+    checkOutputSchema(schema);
     return undefined;
   } catch (error) {
     if (error instanceof RlmError) return error.message;

@@ -1,7 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
-import { RlmError } from '../errors.js';
-import { OutputSchema, type OutputSchemaSpec } from '../engine/output-schema.js';
+import { checkOutputSchema, RlmError, type OutputSchemaSpec } from '../index.js';
 import { importModuleFile } from '../tools/setup-files.js';
 import { UsageError } from './usage-error.js';
 
@@ -31,8 +30,8 @@ export async function loadOutputSchemaFile(file: string): Promise<OutputSchemaSp
     throw problem('expected a JSON Schema in a .json file, or a .ts or .js module that exports `schema`.');
   }
   try {
-    new OutputSchema(spec); // the run builds its own from the spec; this finds what is wrong now
-    return spec as OutputSchemaSpec;
+    checkOutputSchema(spec);
+    return spec;
   } catch (error) {
     if (error instanceof RlmError) throw problem(error.message);
     throw error;
