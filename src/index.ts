@@ -2,6 +2,7 @@
 
 // The engine
 export { RLM, RlmSession } from './engine/rlm.js';
+export { checkOutputSchema } from './engine/output-schema.js';
 export type { CompletionInput, CompletionResult, OutputSchemaSpec, PreparedRLM, RLMOptions, SetupCode } from './engine/rlm.js';
 export type { CallerTools } from './engine/caller-tools.js';
 export type { CodeBlockRecord, IterationRecord, RejectedFinal, RlmEvent, RlmResult, SubcallRecord, ToolCallRecord } from './engine/events.js';

@@ -50,6 +50,7 @@ function addRunCommand(program: Command, io: CommandIo, setExitCode: SetExitCode
   addModelFlags(run);
   addRunOptionFlags(run)
     .option('--json', 'print one JSON object: response, usage (tokens and cost), iterations, durationMs, forced, logPath')
+    .option('--output-schema <file>', 'the answer is JSON matching this schema: a JSON Schema .json file, or a .ts/.js module exporting `schema` (zod or JSON Schema); stdout is the value, on one line; --json adds it as output')
     .option('--quiet', 'no progress output on stderr')
     .option('--verbose', 'also show the model replies and block outputs on stderr')
     .addHelpText('after', RUN_EXAMPLES)

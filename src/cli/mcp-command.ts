@@ -6,7 +6,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { RLM, RunFailedError, type RLMOptions } from '../index.js';
+import { checkOutputSchema, RLM, RlmError, RunFailedError, type RLMOptions } from '../index.js';
 import { describeError } from '../errors.js';
 import { loadContexts } from './contexts.js';
 import type { CommandIo } from './io.js';
@@ -27,6 +27,10 @@ const completionInput = {
   context_paths: z.array(z.string().min(1)).optional().describe('Files or folders to read as the input (as rlm run --context reads them).'),
   model: z.string().optional().describe('Root model that writes the code (default: the server’s).'),
   sub_model: z.string().optional().describe('Model for llm_query from code (default: the server’s).'),
+  output_schema: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('A JSON Schema for the answer: the answer is then a JSON value matching it, returned as structured content (output) and as JSON text.'),
 };
 
 const modelUsage = z.object({ calls: z.number(), inputTokens: z.number(), outputTokens: z.number(), costUsd: z.number().nullable() });
@@ -37,6 +41,8 @@ const completionOutput = {
   /** The library's `result.usage` (and `usage` in rlm run --json). */
   usage: modelUsage.omit({ costUsd: true }).extend({ byModel: z.record(z.string(), modelUsage), costUsd: z.number().nullable(), costComplete: z.boolean() }),
   logPath: z.string().optional(),
+  /** With output_schema: the answer's value. */
+  output: z.unknown().optional(),
 };
 
 export async function mcpCommand(flags: McpFlags, io: CommandIo, version: string): Promise<number> {
@@ -77,11 +83,13 @@ type CallExtra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 /** One rlm_completion call: a run, with its iterations as MCP progress, its result as structured content. */
 async function answerCall({ args, extra, prepared, io }: { args: CompletionArgs; extra: CallExtra; prepared: { options: RLMOptions; base: RLM }; io: CommandIo }) {
   const { options, base } = prepared;
+  const schemaProblem = args.output_schema && problemOfSchema(args.output_schema);
+  if (schemaProblem) return toolError(`output_schema cannot be used: ${schemaProblem}`);
   const context = await contextOf(args.context, args.context_paths, io);
   const rlm = args.model || args.sub_model ? new RLM(runOptions(options, args.model, args.sub_model)) : base;
   const progressToken = extra._meta?.progressToken;
   try {
-    for await (const event of rlm.stream({ context, query: args.query, signal: extra.signal })) {
+    for await (const event of rlm.stream({ context, query: args.query, signal: extra.signal, ...(args.output_schema && { output: args.output_schema }) })) {
       if (event.type === 'iteration-start' && event.depth === 0 && progressToken !== undefined) {
         await extra.sendNotification({
           method: 'notifications/progress',
@@ -98,6 +106,7 @@ async function answerCall({ args, extra, prepared, io }: { args: CompletionArgs;
             durationMs: Math.round(result.durationMs),
             usage: result.usage,
             ...(result.logPath && { logPath: result.logPath }),
+            ...(args.output_schema && { output: result.output }),
           },
         };
       }
@@ -127,6 +136,17 @@ async function prepareRuns(flags: McpFlags, io: CommandIo): Promise<{ options: R
     io.stderr.write(`rlm: ${error.message}\n`);
     const fix = error.code === 'missing_api_key' ? ' In the MCP client\'s entry for rlm, set OPENAI_API_KEY under "env", or add "--base-url" and the URL of an OpenAI-compatible server to "args".' : '';
     return { problem: `rlm is not configured to run: ${error.message}${fix}` };
+  }
+}
+
+/** Why a JSON Schema cannot be an output schema, or undefined: checked before the run starts. */
+function problemOfSchema(schema: Record<string, unknown>): string | undefined {
+  try {
+    checkOutputSchema(schema);
+    return undefined;
+  } catch (error) {
+    if (error instanceof RlmError) return error.message;
+    throw error;
   }
 }
 

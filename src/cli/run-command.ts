@@ -1,6 +1,7 @@
 import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult, type UsageSummary } from '../index.js';
 import { describeError } from '../errors.js';
 import { loadContexts, type ContextFormat } from './contexts.js';
+import { loadOutputSchemaFile } from './output-schema-file.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';
 import { Interruption } from './stop-signals.js';
@@ -15,6 +16,8 @@ export interface RunFlags extends RunOptionFlags {
   model?: string;
   subModel?: string;
   json?: boolean;
+  /** A JSON Schema file, or a module exporting `schema`: the answer is a JSON value matching it. */
+  outputSchema?: string;
   quiet?: boolean;
   verbose?: boolean;
 }
@@ -41,6 +44,7 @@ export async function runCommand(questionWords: string[], flags: RunFlags, io: C
     if (io.interrupt.aborted) return reportInterruption(io, 'nothing was run');
     throw error;
   }
+  const output = flags.outputSchema === undefined ? undefined : await loadOutputSchemaFile(flags.outputSchema);
   const options = await buildOptions(flags, io);
   const rlm = new RLM(options);
   // Setup files: a broken one is a usage error, reported before any model call.
@@ -52,7 +56,7 @@ export async function runCommand(questionWords: string[], flags: RunFlags, io: C
   let logPath: string | undefined;
   let rootReplies = 0;
   try {
-    for await (const event of rlm.stream({ context, query, signal: io.interrupt })) {
+    for await (const event of rlm.stream({ context, query, signal: io.interrupt, ...(output && { output }) })) {
       progress.handle(event);
       if (event.type === 'run-start' && event.depth === 0) logPath = event.logPath;
       if (event.type === 'llm-call-end' && event.purpose === 'root' && event.depth === 0 && event.response) rootReplies++;
@@ -66,8 +70,9 @@ export async function runCommand(questionWords: string[], flags: RunFlags, io: C
   progress.stop();
   if (!result) throw new Error('the run ended without a result');
   if (flags.json) {
-    io.stdout.write(`${JSON.stringify(resultJson(result), null, 2)}\n`);
+    io.stdout.write(`${JSON.stringify(resultJson(result, output !== undefined), null, 2)}\n`);
   } else {
+    // With an output schema the response is the value's JSON, on one line (as JSON.stringify writes it).
     io.stdout.write(result.response.endsWith('\n') ? result.response : `${result.response}\n`);
     if (result.logPath) io.stderr.write(`rlm: log: ${result.logPath}\n`);
   }
@@ -150,9 +155,10 @@ function failureJson(error: unknown, failure: RunFailedError | undefined) {
   };
 }
 
-function resultJson(result: RlmResult) {
+function resultJson(result: RlmResult, withOutput: boolean) {
   return {
     response: result.response,
+    ...(withOutput && { output: result.output }),
     usage: result.usage,
     iterations: result.iterations,
     durationMs: Math.round(result.durationMs),

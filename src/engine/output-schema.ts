@@ -71,6 +71,15 @@ export function outputSchemaOf(spec: unknown): OutputSchema | undefined {
   return spec === undefined ? undefined : new OutputSchema(spec);
 }
 
+/**
+ * Checks that `spec` can be the `output` of a completion (a zod schema, or a JSON Schema zod can
+ * read), without running anything: a ConfigurationError says what is wrong. For callers that take
+ * a schema from a file or a request and want to refuse a bad one before any model call.
+ */
+export function checkOutputSchema(spec: unknown): asserts spec is OutputSchemaSpec {
+  new OutputSchema(spec);
+}
+
 function requireJsonSchema(spec: unknown): JsonSchema {
   if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) {
     throw new ConfigurationError(`output must be a zod schema or a JSON Schema object, got ${spec === null ? 'null' : Array.isArray(spec) ? 'an array' : typeof spec}.`);

@@ -41,9 +41,19 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
     throw new ConfigurationError(`Cannot read setup file ${path}: ${reason}.`);
   }
 
+  const module = await importModuleFile(path, 'Setup file');
+  return readExports(module, path);
+}
+
+/**
+ * Bundles a TypeScript or JavaScript module with esbuild and imports it. Imports of `rlm` and `zod`
+ * resolve to the copies this rlm uses, wherever the file lives. `label` starts each error message
+ * ("Setup file", "Output schema file").
+ */
+export async function importModuleFile(path: string, label: string): Promise<Record<string, unknown>> {
   // The bundle is imported from a file, so Node applies its inline source map to stack traces. The
   // map's paths are relative to the bundle: building for its real place makes them lead back to
-  // the setup file, wherever it lives, also after the temporary folder is gone.
+  // the module file, wherever it lives, also after the temporary folder is gone.
   const folder = mkdtempSync(join(tmpdir(), 'rlm-setup-'));
   const bundle = join(folder, `${basename(path).replace(/\.[^.]+$/, '')}.mjs`);
   let code: string;
@@ -58,7 +68,7 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
       target: 'node20',
       sourcemap: 'inline',
       logLevel: 'silent',
-      // Other dependencies of the setup file are bundled from where it lives.
+      // Other dependencies of the module are bundled from where it lives.
       plugins: [sharedPackages()],
     });
     code = output.outputFiles[0]!.text;
@@ -67,7 +77,7 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
     const errors = (error as { errors?: Message[] }).errors ?? [];
     const first = errors[0];
     const where = first?.location ? `${resolve(first.location.file)}:${first.location.line}:${first.location.column + 1}` : path;
-    throw new ConfigurationError(`Setup file ${where}: ${first?.text ?? (error as Error).message}`);
+    throw new ConfigurationError(`${label} ${where}: ${first?.text ?? (error as Error).message}`);
   }
 
   writeFileSync(bundle, code);
@@ -78,11 +88,11 @@ async function loadSetupFile(path: string): Promise<SetupContribution> {
   } catch (error) {
     const location = /\((\/[^)]+:\d+:\d+)\)|at (\/[^\s]+:\d+:\d+)/.exec((error as Error).stack ?? '');
     const at = location ? ` (at ${location[1] ?? location[2]})` : '';
-    throw new ConfigurationError(`Setup file ${path} failed while loading: ${(error as Error).message}${at}`);
+    throw new ConfigurationError(`${label} ${path} failed while loading: ${(error as Error).message}${at}`);
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }
-  return readExports(module, path);
+  return module;
 }
 
 function readExports(module: Record<string, unknown>, path: string): SetupContribution {

@@ -30,6 +30,10 @@ beforeAll(async () => {
     reply: (request) => {
       const all = texts(request);
       if (all.some((text) => text.includes('slowly'))) return { content: repl('print(1)'), delayMs: 1000 };
+      // "structured": a first FINAL the schema refuses (words is not an array), then one it takes.
+      if (all.some((text) => text.includes('structured'))) {
+        return all.some((text) => text.includes('Code executed')) ? repl('FINAL({ length: context.length, words: context.split(" ") })') : repl('FINAL({ length: context.length, words: 2 })');
+      }
       return answer(request);
     },
   });
@@ -52,7 +56,7 @@ describe('rlm mcp', () => {
   it('lists rlm_completion with its arguments', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toEqual(['rlm_completion']);
-    expect(Object.keys(tools[0]!.inputSchema.properties ?? {})).toEqual(['query', 'context', 'context_paths', 'model', 'sub_model']);
+    expect(Object.keys(tools[0]!.inputSchema.properties ?? {})).toEqual(['query', 'context', 'context_paths', 'model', 'sub_model', 'output_schema']);
     expect(tools[0]!.inputSchema.required).toEqual(['query']);
   });
 
@@ -61,6 +65,24 @@ describe('rlm mcp', () => {
     expect(result.isError).toBeFalsy();
     expect(result.content).toEqual([{ type: 'text', text: '11:hello' }]);
     expect(result.structuredContent).toMatchObject({ iterations: 2, forced: false, usage: { calls: 2, costUsd: null, costComplete: false, byModel: { root: { calls: 2 } } } });
+  });
+
+  it('answers with a value matching output_schema, as structured content (output) and as JSON text', async () => {
+    const output_schema = { type: 'object', properties: { length: { type: 'integer' }, words: { type: 'array', items: { type: 'string' } } }, required: ['length', 'words'] };
+    const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'structured, please', context: 'hello world', output_schema } });
+    expect(result.isError).toBeFalsy();
+    const value = { length: 11, words: ['hello', 'world'] };
+    expect(result.structuredContent).toMatchObject({ output: value, iterations: 2 });
+    expect(result.content).toEqual([{ type: 'text', text: JSON.stringify(value) }]);
+  });
+
+  it('answers a schema it cannot use with a tool error, before any model request', async () => {
+    const before = upstream.requests.length;
+    const result = await client.callTool({ name: 'rlm_completion', arguments: { query: 'structured', context: 'x', output_schema: { type: 'objectx' } } });
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.content)).toContain('output_schema cannot be used');
+    expect(JSON.stringify(result.content)).toContain('objectx');
+    expect(upstream.requests.length).toBe(before);
   });
 
   it('reads files named in context_paths, and reports progress when asked', async () => {
