@@ -2,6 +2,7 @@ import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } fr
 import { extname, join, relative } from 'node:path';
 import { fileContext } from '../index.js';
 import { UsageError } from './usage-error.js';
+import { isJsonText } from '../json-text.js';
 
 /** Folders a directory context skips: version control and dependency trees are never the point. */
 const SKIPPED_FOLDERS = new Set(['.git', 'node_modules', '.hg', '.svn']);
@@ -106,18 +107,10 @@ function detectFormat(text: string): ContextFormat {
     return 'json';
   } catch {
     const lines = trimmed.split('\n').filter((line) => line.trim() !== '');
-    return lines.length > 1 && lines.every(isJson) ? 'jsonl' : 'text';
+    return lines.length > 1 && lines.every(isJsonText) ? 'jsonl' : 'text';
   }
 }
 
-function isJson(line: string): boolean {
-  try {
-    JSON.parse(line);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function parseText(text: string, format: ContextFormat | ((text: string) => ContextFormat), label: string, options: ContextSources): unknown {
   const chosen = typeof format === 'function' ? format(text) : format;

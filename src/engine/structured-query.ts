@@ -7,6 +7,7 @@ import type { ChatMessage, ChatRequest, ChatResponse } from '../lm/types.js';
 import { clip } from '../sandbox/shared.js';
 import { OutputSchema } from './output-schema.js';
 import { message } from './prompts.js';
+import { isJsonText } from '../json-text.js';
 
 const REASON_CHARS = 300;
 
@@ -36,7 +37,7 @@ export class StructuredQueries {
     const first = await this.#ask(request, schema);
     const checked = schema.check(jsonTextOf(first.reply), { nullsAsAbsent: first.structured });
     if ('value' in checked) return checked.value;
-    if (first.structured && !parsesAsJson(jsonTextOf(first.reply))) this.#askInPrompt = true;
+    if (first.structured && !isJsonText(jsonTextOf(first.reply))) this.#askInPrompt = true;
     const retry: ChatRequest = {
       ...first.sent,
       messages: [
@@ -90,16 +91,8 @@ const FENCED_JSON = /```(?:json)?[ \t]*\n([\s\S]*?)\n?[ \t]*```/i;
 /** The JSON in a reply: the reply itself, or the first fenced block of a reply that wraps it in prose. */
 function jsonTextOf(reply: string): string {
   const trimmed = reply.trim();
-  if (parsesAsJson(trimmed)) return trimmed;
+  if (isJsonText(trimmed)) return trimmed;
   const fenced = FENCED_JSON.exec(reply);
   return fenced ? fenced[1]!.trim() : trimmed;
 }
 
-function parsesAsJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
-}
