@@ -44,7 +44,7 @@ export type { HostCall, HostCallKind } from './sandbox/protocol.js';
 export { ChatCompletions, splitModelName } from './api/chat-completions.js';
 export type { ChatCompletionsOptions } from './api/chat-completions.js';
 export type { ChatCompletionRequest, RequestMessage } from './api/request.js';
-export type { ChatCompletion, ChatCompletionChunk, RlmExtension } from './api/responses.js';
+export type { ChatCompletion, ChatCompletionChunk, RlmExtension } from './api/chat-responses.js';
 export { ApiError } from './api/errors.js';
 export { serve } from './server/serve.js';
 export type { RunningServer, ServeOptions } from './server/serve.js';

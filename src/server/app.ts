@@ -4,7 +4,7 @@ import { streamSSE } from 'hono/streaming';
 import type { ChatCompletions } from '../api/chat-completions.js';
 import { ApiError } from '../api/errors.js';
 import type { ChatCompletionRequest } from '../api/request.js';
-import type { ChatCompletionChunk } from '../api/responses.js';
+import type { ChatCompletionChunk } from '../api/chat-responses.js';
 import { RLM_SERVER_HEADER } from '../lm/discover.js';
 
 export interface AppOptions {

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { RunFailedError, RunLimitError } from '../engine/limits.js';
-import { describeError, RlmError } from '../errors.js';
 import type { ToolCall } from '../lm/types.js';
 import type { RunStep, Spent, TokenCount } from './active-run.js';
-import { ApiError } from './errors.js';
+import { textPieces } from './text-pieces.js';
 
 type Step = Exclude<RunStep, { type: 'failed' }>;
 type FinishReason = 'stop' | 'length' | 'tool_calls';
@@ -67,11 +65,11 @@ export interface ChatCompletionChunk {
 /** The chunks that stream a step: content or tool calls (name first, arguments after), then the finish with the `rlm` object. */
 export function* chunksOf(id: string, step: Step, model: string, spent: Spent): Generator<ChatCompletionChunk> {
   if (step.type === 'answer') {
-    for (const piece of pieces(step.answer)) yield chunk(id, model, { content: piece });
+    for (const piece of textPieces(step.answer)) yield chunk(id, model, { content: piece });
   } else {
     for (const [index, call] of step.calls.entries()) {
       yield chunk(id, model, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] });
-      for (const piece of pieces(call.arguments)) yield chunk(id, model, { tool_calls: [{ index, function: { arguments: piece } }] });
+      for (const piece of textPieces(call.arguments)) yield chunk(id, model, { tool_calls: [{ index, function: { arguments: piece } }] });
     }
   }
   yield { ...chunk(id, model, {}, finishReasonOf(step)), rlm: extensionOf(step, spent) };
@@ -99,29 +97,6 @@ export function completionId(): string {
   return `chatcmpl-rlm-${randomUUID()}`;
 }
 
-/**
- * Why a run failed, as an API error: the upstream model (502), a limit or an answer that never
- * matched `response_format` (422), anything else (500).
- */
-export function failureAsApiError(error: unknown): ApiError {
-  if (error instanceof ApiError) return error;
-  const partial = error instanceof RunFailedError && error.partialAnswer ? { rlm_partial_answer: error.partialAnswer } : {};
-  const code = error instanceof RlmError ? error.code : 'run_failed';
-  const { message } = describeError(error);
-  if (error instanceof RunLimitError) return new ApiError(422, 'invalid_request_error', `The run stopped at a limit: ${message}`, null, code, partial);
-  if (code === 'invalid_output') return new ApiError(422, 'invalid_request_error', `The run found no answer matching response_format: ${message}`, 'response_format', code, partial);
-  if (code === 'model_error') return new ApiError(502, 'upstream_error', `The upstream model failed: ${message}`, null, code, partial);
-  return new ApiError(500, 'server_error', `The run failed: ${message}`, null, code, partial);
-}
-
 function wireToolCall(call: ToolCall) {
   return { id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } };
-}
-
-/** Long texts stream in several chunks, as a model's would. */
-function pieces(text: string, size = 1_000): string[] {
-  if (text.length <= size) return [text];
-  const result: string[] = [];
-  for (let start = 0; start < text.length; start += size) result.push(text.slice(start, start + size));
-  return result;
 }
