@@ -58,6 +58,11 @@ export class ActiveRun {
     const reached = this.reached;
     this.reached = undefined;
     if (reached) return Promise.resolve(reached);
+    if (signal?.aborted) {
+      // An abort listener added now would never fire: the run would go on with nobody waiting.
+      this.cancel(signal.reason);
+      return Promise.reject(signal.reason as Error);
+    }
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         this.cancel(signal!.reason);

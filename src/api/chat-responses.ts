@@ -18,7 +18,7 @@ export interface RlmExtension {
   cost_usd: number | null;
 }
 
-function extensionOf(step: Step, spent: Spent): RlmExtension {
+export function extensionOf(step: Step, spent: Spent): RlmExtension {
   return { forced: step.type === 'answer' && step.forced, iterations: step.iterations, cost_usd: spent.costUsd };
 }
 

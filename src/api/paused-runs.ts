@@ -7,7 +7,7 @@ import { CHAT_TOOL_RESULTS, type ToolResultWording } from './tool-results.js';
 export type ExpiryTimer = (expire: () => void, ms: number) => () => void;
 
 /** A real timer that does not keep the process alive. */
-const realTimer: ExpiryTimer = (expire, ms) => {
+export const realTimer: ExpiryTimer = (expire, ms) => {
   const timer = setTimeout(expire, ms);
   timer.unref();
   return () => clearTimeout(timer);
