@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, serve } from '../../src/index.js';
@@ -9,7 +7,7 @@ import { closedPort } from '../cli/helpers.js';
 import { rejectionOf } from '../rejection.js';
 import { repl } from '../repl.js';
 import { tempFolder } from '../temp-folder.js';
-import { rlmApp, rlmServer, sawOutput } from './helpers.js';
+import { rlmApp, rlmServer, runEnded, sawOutput } from './helpers.js';
 
 // Answers that need no socket come from the app in process (hono's app.request); cancellation on
 // disconnect, keep-alive through proxies and load go over a real port.
@@ -204,8 +202,7 @@ describe('load and cancellation', () => {
     expect(await eventually(() => rootRequests.length === 1, 10_000)).toBe(true);
     controller.abort();
     await request;
-    const runEnded = () => readdirSync(logDir).some((file) => readFileSync(join(logDir, file), 'utf8').includes('"type":"run_end"'));
-    expect(await eventually(runEnded, 5_000)).toBe(true);
+    expect(await eventually(() => runEnded(logDir), 5_000)).toBe(true);
     expect(rootRequests).toHaveLength(1);
     const health = (await (await fetch(`${server.url}/health`)).json()) as { running: number };
     expect(health.running).toBe(0);

@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Hono } from 'hono';
 import OpenAI from 'openai';
 import { afterEach } from 'vitest';
@@ -117,4 +119,9 @@ export function seenByRoot(request: FakeRequest): string {
 /** Whether the root model has seen a block's output (the system prompt mentions "REPL output" too). */
 export function sawOutput(request: FakeRequest): boolean {
   return (request.body.messages as { role: string; content?: unknown }[]).some((message) => message.role === 'user' && String(message.content).startsWith('Code executed'));
+}
+
+/** Whether a run logged to `logDir` has ended (its log holds a run_end record). */
+export function runEnded(logDir: string): boolean {
+  return readdirSync(logDir).some((file) => readFileSync(join(logDir, file), 'utf8').includes('"type":"run_end"'));
 }
