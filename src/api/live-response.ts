@@ -74,14 +74,21 @@ export class LiveResponse {
 
   /**
    * The events after `startingAfter` (a sequence number; -1 for all), then the live ones until the
-   * response is finished.
+   * response is finished, or until `signal` aborts (its reader went away: the run goes on).
    */
-  async *events(startingAfter = -1): AsyncGenerator<ResponseEvent> {
+  async *events(startingAfter = -1, signal?: AbortSignal): AsyncGenerator<ResponseEvent> {
     let next = Math.max(0, startingAfter + 1);
     for (;;) {
       while (next < this.log.length) yield this.log[next++]!;
-      if (this.finished) return;
-      await new Promise<void>((resolve) => this.wakeReaders.push(resolve));
+      if (this.finished || signal?.aborted) return;
+      await new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        signal?.addEventListener('abort', stop, { once: true });
+        this.wakeReaders.push(() => {
+          signal?.removeEventListener('abort', stop);
+          resolve();
+        });
+      });
     }
   }
 

@@ -4,7 +4,7 @@ import type { ToolChoice, ToolSpec } from '../lm/types.js';
 import { ApiError } from './errors.js';
 import { content, contentPart, contentText, contextOfTurns, outputOfFormat, parseBody } from './request.js';
 
-const messageItem = z.object({ type: z.literal('message'), role: z.enum(['user', 'assistant', 'system', 'developer']), content }).passthrough();
+const messageItem = z.object({ type: z.literal('message'), role: z.enum(['user', 'assistant', 'system', 'developer'], 'unknown role: use user, assistant, system or developer'), content }).passthrough();
 const functionCallItem = z.object({ type: z.literal('function_call'), call_id: z.string().min(1), name: z.string(), arguments: z.string() }).passthrough();
 const functionCallOutputItem = z.object({ type: z.literal('function_call_output'), call_id: z.string().min(1), output: z.union([z.string(), z.array(contentPart)]) }).passthrough();
 /** A reasoning model's item a client sends back as it got it: nothing in it is for the run. */
@@ -42,7 +42,11 @@ const textFormat = z.discriminatedUnion('type', [
 const requestSchema = z
   .object({
     model: z.string().min(1),
-    input: z.union([z.string().min(1, 'input must not be empty'), z.array(inputItem).min(1, 'input must hold at least one item')], 'input must be a string or an array of items'),
+    /** A string is the easy form of one user message. */
+    input: z.preprocess(
+      (input) => (typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input),
+      z.array(inputItem, 'input must be a string or an array of items').min(1, 'input must hold at least one item'),
+    ),
     instructions: z.string().nullish(),
     tools: z.array(functionTool).nullish(),
     tool_choice: z.union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('function'), name: z.string() })]).nullish(),
@@ -64,7 +68,6 @@ export type ParsedResponseRequest = z.output<typeof requestSchema>;
 
 const unionMessages: Record<string, string> = {
   type: 'unknown type: use message, function_call or function_call_output (and text, json_object or json_schema in text.format)',
-  role: 'unknown role: use user, assistant, system or developer',
 };
 
 /** Validates a Responses request body; problems become a 400 naming the field. */
@@ -76,14 +79,10 @@ export function parseResponseRequest(body: unknown): ParsedResponseRequest {
   return request;
 }
 
-function itemsOf(request: ParsedResponseRequest): InputItem[] {
-  return typeof request.input === 'string' ? [{ type: 'message', role: 'user', content: request.input }] : request.input;
-}
-
 /** Results of the caller's function calls at the end of the input, by call id. */
 export function trailingFunctionOutputs(request: ParsedResponseRequest): Map<string, string> {
   const results = new Map<string, string>();
-  const items = itemsOf(request);
+  const items = request.input;
   for (let index = items.length - 1; index >= 0 && items[index]!.type === 'function_call_output'; index--) {
     const item = items[index] as FunctionCallOutputItem;
     results.set(item.call_id, typeof item.output === 'string' ? item.output : contentText(item.output));
@@ -97,7 +96,7 @@ export function trailingFunctionOutputs(request: ParsedResponseRequest): Map<str
  * item's text, or the items as turns).
  */
 export function responseQuestionAndContext(request: ParsedResponseRequest): { query: string; context: unknown } {
-  const items = itemsOf(request);
+  const items = request.input;
   const last = items.at(-1)!;
   if (last.type !== 'message' || last.role !== 'user') {
     const got = last.type === 'message' ? `a ${last.role} message` : `a ${last.type} item`;

@@ -65,9 +65,14 @@ export class Responses {
     if (response.background) {
       const queued = response.snapshot;
       void response.follow(run, this.runs).then(options.onBackgroundEnd);
-      return request.stream ? response.events() : queued;
+      return request.stream ? response.events(-1, options.signal) : queued;
     }
     void response.follow(run, this.runs);
+    // A client that goes away cancels a foreground run: nobody would see its answer.
+    const stop = () => response.cancel(new Error('the client went away'));
+    if (options.signal?.aborted) stop();
+    options.signal?.addEventListener('abort', stop, { once: true });
+    void response.settled.then(() => options.signal?.removeEventListener('abort', stop));
     if (request.stream) return this.foregroundEvents(response);
     return this.foregroundResult(response, options.signal);
   }
@@ -78,8 +83,8 @@ export class Responses {
   }
 
   /** A kept response's events after `startingAfter`, then live until it is finished; reading stops nothing. */
-  stream(id: string, startingAfter?: number): AsyncIterable<ResponseEvent> {
-    return this.kept.get(id).events(startingAfter);
+  stream(id: string, startingAfter?: number, signal?: AbortSignal): AsyncIterable<ResponseEvent> {
+    return this.kept.get(id).events(startingAfter, signal);
   }
 
   /** Stops a background response's run; a finished response is returned as it is. */
@@ -114,11 +119,7 @@ export class Responses {
 
   /** The finished response; a failed run is the request's error, as for chat completions. */
   private async foregroundResult(response: LiveResponse, signal: AbortSignal | undefined): Promise<ResponseObject> {
-    const stop = () => response.cancel(signal!.reason);
-    if (signal?.aborted) stop();
-    signal?.addEventListener('abort', stop, { once: true });
     await response.settled;
-    signal?.removeEventListener('abort', stop);
     if (response.failure) throw response.failure;
     if (signal?.aborted) throw signal.reason;
     return response.snapshot;
@@ -128,7 +129,7 @@ export class Responses {
     try {
       yield* response.events();
     } finally {
-      // A client that stops reading before the end cancels the run: nobody would see its answer.
+      // A client that stops reading before the end cancels the run, as one that disconnects does.
       response.cancel(new Error('the client went away'));
     }
   }

@@ -36,6 +36,8 @@ export function createApp(options: AppOptions): Hono {
 
   app.onError((error, c) => {
     const apiError = asApiError(error);
+    // The only 429 is a full server (RunSlots): a slot frees as soon as any run ends.
+    if (apiError.status === 429) c.header('retry-after', '1');
     return c.json(apiError.toJSON(), apiError.status as 500);
   });
   app.notFound((c) => c.json(new ApiError(404, 'not_found_error', `No route for ${c.req.method} ${c.req.path}.`).toJSON(), 404));
@@ -67,7 +69,7 @@ export function createApp(options: AppOptions): Hono {
   app.get('/v1/responses/:id', (c) => {
     const id = c.req.param('id');
     if (c.req.query('stream') !== 'true') return c.json(options.responses.retrieve(id));
-    const events = options.responses.stream(id, startingAfterOf(c.req.query('starting_after')));
+    const events = options.responses.stream(id, startingAfterOf(c.req.query('starting_after')), c.req.raw.signal);
     return streamEvents(c, mapEvents(events, responseMessage), { keepAliveMs: options.keepAliveMs, errorMessage: responseErrorMessage });
   });
   app.post('/v1/responses/:id/cancel', async (c) => c.json(await options.responses.cancel(c.req.param('id'))));

@@ -7,7 +7,7 @@ import { closedPort } from '../cli/helpers.js';
 import { rejectionOf } from '../rejection.js';
 import { repl } from '../repl.js';
 import { tempFolder } from '../temp-folder.js';
-import { rlmApp, rlmServer, runEnded, sawOutput } from './helpers.js';
+import { keepAlives, rlmApp, rlmServer, runEnded, sawOutput, tapped } from './helpers.js';
 
 // Answers that need no socket come from the app in process (hono's app.request); cancellation on
 // disconnect, keep-alive through proxies and load go over a real port.
@@ -122,24 +122,6 @@ describe('the wire format', () => {
     expect(chunks.at(-1).choices[0].finish_reason).toBe('tool_calls');
   });
 });
-
-/** `response` with its body passed through unchanged, calling `onText` with all text read so far. */
-function tapped(response: Response, onText: (text: string) => void): Response {
-  const decoder = new TextDecoder();
-  let text = '';
-  const body = response.body!.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        text += decoder.decode(chunk, { stream: true });
-        onText(text);
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  return new Response(body, response);
-}
-
-const keepAlives = (text: string) => text.match(/^: keep-alive$/gm)?.length ?? 0;
 
 describe('keep-alive', () => {
   it('sends comment lines while a streamed run works, which the openai client ignores', async () => {

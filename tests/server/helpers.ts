@@ -125,3 +125,22 @@ export function sawOutput(request: FakeRequest): boolean {
 export function runEnded(logDir: string): boolean {
   return readdirSync(logDir).some((file) => readFileSync(join(logDir, file), 'utf8').includes('"type":"run_end"'));
 }
+
+/** `response` with its body passed through unchanged, calling `onText` with all text read so far. */
+export function tapped(response: Response, onText: (text: string) => void): Response {
+  const decoder = new TextDecoder();
+  let text = '';
+  const body = response.body!.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        text += decoder.decode(chunk, { stream: true });
+        onText(text);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(body, response);
+}
+
+/** How many keep-alive comment lines an SSE text holds. */
+export const keepAlives = (text: string) => text.match(/^: keep-alive$/gm)?.length ?? 0;

@@ -208,20 +208,14 @@ describe('background responses', () => {
     const missing = await rejectionOf(client.responses.retrieve(unkept.id), OpenAI.NotFoundError);
     expect(missing.code).toBe('response_not_found');
     expect(missing.message).toContain(`No response ${unkept.id}: it expired (finished responses are kept 200 ms), was created with store: false`);
-    let gone = false;
-    for (let tries = 0; tries < 100 && !gone; tries++) {
-      gone = await client.responses.retrieve(kept.id).then(() => false, (error: unknown) => error instanceof OpenAI.NotFoundError);
-      if (!gone) await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    expect(gone).toBe(true);
+    const gone = () => client.responses.retrieve(kept.id).then(() => false, (error: unknown) => error instanceof OpenAI.NotFoundError);
+    expect(await eventually(gone, 10_000)).toBe(true);
   });
 });
 
+/** The response once `done` holds for it (polled every 50 ms, for 10 s at most). */
 async function pollUntil(client: OpenAI, id: string, done: (response: OpenAI.Responses.Response) => boolean): Promise<OpenAI.Responses.Response> {
-  for (let tries = 0; tries < 200; tries++) {
-    const response = await client.responses.retrieve(id);
-    if (done(response)) return response;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`response ${id} never got there`);
+  let last: OpenAI.Responses.Response | undefined;
+  await eventually(async () => done((last = await client.responses.retrieve(id))), 10_000);
+  return last!;
 }
