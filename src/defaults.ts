@@ -68,6 +68,8 @@ export const DEFAULTS = {
     maxPausedRuns: 1_000,
     /** How long a finished response of the Responses API stays readable (GET /v1/responses/{id}), in ms. */
     responseTtlMs: 3_600_000,
+    /** Finished responses kept at once; past it the oldest finished one is forgotten. */
+    maxKeptResponses: 10_000,
   },
   cli: {
     /** Root model when neither --model nor RLM_MODEL names one. */

@@ -4,18 +4,24 @@ import type { LiveResponse } from './live-response.js';
 import { realTimer, type ExpiryTimer } from './paused-runs.js';
 
 /**
- * Responses stored for GET, streaming from a point, cancelling and resuming: kept while their run
- * works and for `ttlMs` once they are finished. They live in this process only.
+ * Responses stored for GET, streaming from a point and cancelling: kept while their run works and
+ * for `ttlMs` once they are finished; past `max`, the oldest finished one is forgotten first. They
+ * live in this process only.
  */
 export class KeptResponses {
   private readonly byId = new Map<string, LiveResponse>();
   private readonly startTimer: ExpiryTimer;
 
-  constructor(private readonly options: { ttlMs: number; startTimer?: ExpiryTimer }) {
+  constructor(private readonly options: { ttlMs: number; max: number; startTimer?: ExpiryTimer }) {
     this.startTimer = options.startTimer ?? realTimer;
   }
 
   keep(response: LiveResponse): void {
+    // A Map iterates in insertion order: the first finished response found is the oldest.
+    for (const [id, kept] of this.byId) {
+      if (this.byId.size < this.options.max) break;
+      if (kept.finished) this.byId.delete(id);
+    }
     this.byId.set(response.id, response);
     void response.settled.then(() => this.startTimer(() => this.byId.delete(response.id), this.options.ttlMs));
   }

@@ -28,7 +28,8 @@ export interface ResponseUsage {
 /** What a response repeats of its request, as OpenAI's do. */
 export interface ResponseEcho {
   model: string;
-  instructions: string | null;
+  /** Always null: the instructions are the run's context, often far too large to send back. */
+  instructions: null;
   tools: unknown[];
   tool_choice: unknown;
   text: { format: unknown };

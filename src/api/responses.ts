@@ -19,6 +19,8 @@ import { RESPONSES_TOOL_RESULTS } from './tool-results.js';
 export interface ResponsesOptions extends RunHostOptions {
   /** How long a finished response stays readable by id. @default 3600000 (1 hour) */
   responseTtlMs?: number;
+  /** Finished responses kept at once; past it the oldest finished one is forgotten. @default 10000 */
+  maxKeptResponses?: number;
 }
 
 export interface CreateResponseOptions {
@@ -46,7 +48,7 @@ export class Responses {
 
   constructor(options: ResponsesOptions) {
     this.runs = new RunHost(options);
-    this.kept = new KeptResponses({ ttlMs: options.responseTtlMs ?? DEFAULTS.server.responseTtlMs });
+    this.kept = new KeptResponses({ ttlMs: options.responseTtlMs ?? DEFAULTS.server.responseTtlMs, max: options.maxKeptResponses ?? DEFAULTS.server.maxKeptResponses });
   }
 
   /** Runs waiting for function call results from their callers. */
@@ -139,7 +141,8 @@ function echoOf(request: ParsedResponseRequest): ResponseEcho {
   const parallel = (request as { parallel_tool_calls?: unknown }).parallel_tool_calls;
   return {
     model: request.model,
-    instructions: request.instructions ?? null,
+    // Instructions are most often the huge context: a response that repeats them would carry it back, and keep it for the TTL.
+    instructions: null,
     tools: (request.tools ?? []).map((tool) => ({ ...tool, strict: tool.strict ?? null })),
     tool_choice: request.tool_choice ?? 'auto',
     text: { format: request.text?.format ?? { type: 'text' } },

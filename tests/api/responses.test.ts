@@ -3,8 +3,8 @@ import { RLM, Responses, type ResponseEvent } from '../../src/index.js';
 import { ScriptedModel } from '../../src/testing.js';
 import { repl } from '../repl.js';
 
-function api(root: ScriptedModel) {
-  return new Responses({ rlmFor: ({ root: model }) => new RLM({ model, languageModel: root }) });
+function api(root: ScriptedModel, options: { maxKeptResponses?: number } = {}) {
+  return new Responses({ rlmFor: ({ root: model }) => new RLM({ model, languageModel: root }), ...options });
 }
 
 describe('Responses without HTTP', () => {
@@ -13,6 +13,14 @@ describe('Responses without HTTP', () => {
     const response = await responses.create({ model: 'root', instructions: 'hello', input: 'What does it say?' });
     expect(response).toMatchObject({ object: 'response', status: 'completed', model: 'root', output: [{ type: 'message', content: [{ text: 'it says hello' }] }] });
     expect(responses.retrieve(response.id)).toEqual(response);
+  });
+
+  it('forgets the oldest finished response past the number kept', async () => {
+    const responses = api(new ScriptedModel((request) => (JSON.stringify(request.messages).includes('REPL output') ? 'FINAL(done)' : repl('print(1)'))), { maxKeptResponses: 2 });
+    const ids: string[] = [];
+    for (let index = 0; index < 3; index++) ids.push((await responses.create({ model: 'root', input: `question ${index}` })).id);
+    expect(() => responses.retrieve(ids[0]!)).toThrow(`No response ${ids[0]}`);
+    expect(ids.slice(1).map((id) => responses.retrieve(id).status)).toEqual(['completed', 'completed']);
   });
 
   it('streams events as an async iterable', async () => {

@@ -28,7 +28,7 @@ describe('answers', () => {
   it('reads instructions as the context and input as the question, and answers with a message, usage and rlm', async () => {
     const { client, rootRequests } = await rlmApp({ root: [repl('print(context.length)'), 'FINAL(the contract was signed by Ada)'] });
     const response = (await client.responses.create({ model: 'root', instructions: 'A very long contract signed by Ada.', input: 'Who signed it?' })) as WithRlm;
-    expect(response).toMatchObject({ object: 'response', status: 'completed', model: 'root', error: null, background: false });
+    expect(response).toMatchObject({ object: 'response', status: 'completed', model: 'root', error: null, background: false, instructions: null });
     expect(response.id).toMatch(/^resp_/);
     expect(response.output).toEqual([
       { type: 'message', id: expect.stringMatching(/^msg_/), status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'the contract was signed by Ada', annotations: [], logprobs: [] }] },
