@@ -56,7 +56,7 @@ export const DEFAULTS = {
     port: 8431,
     /** Largest request body: a 100 MB context, escaped as JSON, fits. */
     maxBodyBytes: 256 * 2 ** 20,
-    /** Chat completions answered at once; more get 429 with retry-after. */
+    /** Runs answered at once (background ones included); more get 429 with retry-after. */
     maxConcurrentRuns: 32,
     /** Comment lines on a waiting stream, so proxies do not cut long runs, in ms. */
     keepAliveMs: 15_000,
@@ -66,6 +66,10 @@ export const DEFAULTS = {
     pausedRunTtlMs: 600_000,
     /** Paused runs kept at once; past it the oldest is stopped. */
     maxPausedRuns: 1_000,
+    /** How long a finished response of the Responses API stays readable (GET /v1/responses/{id}), in ms. */
+    responseTtlMs: 3_600_000,
+    /** Finished responses kept at once; past it the oldest finished one is forgotten. */
+    maxKeptResponses: 10_000,
   },
   cli: {
     /** Root model when neither --model nor RLM_MODEL names one. */

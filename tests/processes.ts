@@ -45,10 +45,10 @@ export function cpuMs(pid: number): number {
 }
 
 /** Checks `condition` every 50 ms; true as soon as it holds, false when `timeoutMs` passed first. */
-export async function eventually(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+export async function eventually(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   for (;;) {
-    if (condition()) return true;
+    if (await condition()) return true;
     if (performance.now() > deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -3,6 +3,7 @@ import type { OutputSchemaSpec } from '../engine/output-schema.js';
 import type { RLM } from '../engine/rlm.js';
 import type { ToolCall, ToolChoice, ToolSpec } from '../lm/types.js';
 import { ApiError } from './errors.js';
+import { CHAT_TOOL_RESULTS, type ToolResultWording } from './tool-results.js';
 
 /** Where a run stands when it has something for its caller. */
 export type RunStep =
@@ -32,7 +33,7 @@ export interface ActiveRunInput {
 }
 
 /**
- * One RLM run behind the chat-completions API. It runs on its own; when it hands tool calls back
+ * One RLM run behind an OpenAI-compatible API. It runs on its own; when it hands tool calls back
  * to the caller it waits (its sandbox and variables intact) until `deliver` brings the results,
  * which may come with a later HTTP request. `next()` waits for its next step.
  */
@@ -57,6 +58,11 @@ export class ActiveRun {
     const reached = this.reached;
     this.reached = undefined;
     if (reached) return Promise.resolve(reached);
+    if (signal?.aborted) {
+      // An abort listener added now would never fire: the run would go on with nobody waiting.
+      this.cancel(signal.reason);
+      return Promise.reject(signal.reason as Error);
+    }
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         this.cancel(signal!.reason);
@@ -76,12 +82,12 @@ export class ActiveRun {
   }
 
   /** The caller's results, by tool call id: every call handed back needs one. */
-  deliver(results: Map<string, string>): void {
+  deliver(results: Map<string, string>, wording: ToolResultWording = CHAT_TOOL_RESULTS): void {
     const handBack = this.handBack;
-    if (!handBack) throw new ApiError(409, 'invalid_request_error', 'This run is not waiting for tool results.', 'messages');
+    if (!handBack) throw new ApiError(409, 'invalid_request_error', 'This run is not waiting for tool results.', wording.param);
     const missing = handBack.calls.filter((call) => !results.has(call.id)).map((call) => call.id);
     if (missing.length > 0) {
-      throw new ApiError(400, 'invalid_request_error', `Tool results are missing for ${missing.join(', ')}: send one tool message per tool call.`, 'messages', 'tool_results_missing');
+      throw new ApiError(400, 'invalid_request_error', `Tool results are missing for ${missing.join(', ')}: ${wording.perCall}.`, wording.param, 'tool_results_missing');
     }
     this.handBack = undefined;
     handBack.resolve(handBack.calls.map((call) => results.get(call.id)!));

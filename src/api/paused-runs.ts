@@ -1,12 +1,13 @@
 import { formatDuration } from '../format.js';
 import type { ActiveRun } from './active-run.js';
 import { ApiError } from './errors.js';
+import { CHAT_TOOL_RESULTS, type ToolResultWording } from './tool-results.js';
 
 /** Calls `expire` once `ms` have passed, unless the function it returns is called first. */
 export type ExpiryTimer = (expire: () => void, ms: number) => () => void;
 
 /** A real timer that does not keep the process alive. */
-const realTimer: ExpiryTimer = (expire, ms) => {
+export const realTimer: ExpiryTimer = (expire, ms) => {
   const timer = setTimeout(expire, ms);
   timer.unref();
   return () => clearTimeout(timer);
@@ -49,20 +50,20 @@ export class PausedRuns {
   }
 
   /** The run waiting for these tool call ids, removed from the store; a 404 when there is none. */
-  take(callIds: string[]): ActiveRun {
+  take(callIds: string[], wording: ToolResultWording = CHAT_TOOL_RESULTS): ActiveRun {
     const run = this.byCallId.get(callIds[0]!);
     if (!run) {
       throw new ApiError(
         404,
         'not_found_error',
         `No paused run is waiting for tool call ${callIds[0]}: it expired (paused runs are kept ${formatDuration(this.limits.ttlMs)}), was stopped, ` +
-          'or never existed. Send the conversation again without its tool results to start over.',
-        'messages',
+          `or never existed. ${wording.startOver}`,
+        wording.param,
         'tool_call_not_found',
       );
     }
     const foreign = callIds.find((id) => this.byCallId.get(id) !== run);
-    if (foreign) throw new ApiError(400, 'invalid_request_error', `Tool result ${foreign} belongs to no call of this run.`, 'messages', 'tool_call_not_found');
+    if (foreign) throw new ApiError(400, 'invalid_request_error', `Tool result ${foreign} belongs to no call of this run.`, wording.param, 'tool_call_not_found');
     this.forget(run);
     return run;
   }

@@ -4,8 +4,8 @@ import { ConfigurationError } from '../errors.js';
 import type { ToolChoice, ToolSpec } from '../lm/types.js';
 import { ApiError } from './errors.js';
 
-const contentPart = z.object({ type: z.string() }).passthrough();
-const content = z.union([z.string(), z.array(contentPart), z.null()]).optional();
+export const contentPart = z.object({ type: z.string() }).passthrough();
+export const content = z.union([z.string(), z.array(contentPart), z.null()]).optional();
 const toolCall = z.object({ id: z.string().min(1), type: z.literal('function').optional(), function: z.object({ name: z.string(), arguments: z.string() }) });
 
 const message = z.discriminatedUnion('role', [
@@ -66,7 +66,15 @@ const unionMessages: Record<string, string> = {
 
 /** Validates a request body; problems become a 400 naming the field. */
 export function parseRequest(body: unknown): ParsedRequest {
-  const parsed = requestSchema.safeParse(body);
+  return parseBody(requestSchema, body, unionMessages);
+}
+
+/**
+ * A body checked against `schema`; the first problem becomes a 400 naming its field, in the words
+ * of `unionMessages` (by field name) where a discriminated union did not match.
+ */
+export function parseBody<Schema extends z.ZodType>(schema: Schema, body: unknown, unionMessages: Record<string, string>): z.output<Schema> {
+  const parsed = schema.safeParse(body);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const param = issue.path.join('.') || null;
@@ -74,11 +82,19 @@ export function parseRequest(body: unknown): ParsedRequest {
   throw new ApiError(400, 'invalid_request_error', `Invalid request: ${param ? `${param}: ` : ''}${message}`, param);
 }
 
+/** Content part types that hold text: chat's `text`, the Responses API's `input_text` and `output_text`. */
+const TEXT_PARTS = new Set(['text', 'input_text', 'output_text']);
+
 /** The text of a message's content: a string, text parts joined, or empty. */
-function contentText(value: RequestMessage['content']): string {
+export function contentText(value: RequestMessage['content']): string {
   if (typeof value === 'string') return value;
   if (!Array.isArray(value)) return '';
-  return value.map((part) => (part.type === 'text' && typeof part.text === 'string' ? part.text : '')).join('');
+  return value.map((part) => (TEXT_PARTS.has(part.type) && typeof part.text === 'string' ? part.text : '')).join('');
+}
+
+/** Earlier turns as a run's context: one turn's text, or the turns themselves. */
+export function contextOfTurns(turns: { role: string; content: string }[]): unknown {
+  return turns.length === 1 ? turns[0]!.content : turns;
 }
 
 /** Tool results at the end of the conversation (after the last assistant message), by call id. */
@@ -104,9 +120,7 @@ export function questionAndContext(request: ParsedRequest): { query: string; con
   const query = contentText(last.content);
   if (!query.trim()) throw new ApiError(400, 'invalid_request_error', 'Invalid request: the last user message is empty', 'messages');
   if (request.rlm_context !== undefined) return { query, context: request.rlm_context };
-  const earlier = request.messages.slice(0, -1);
-  if (earlier.length === 1) return { query, context: contentText(earlier[0]!.content) };
-  return { query, context: earlier.map((entry) => ({ role: entry.role, content: contentText(entry.content) })) };
+  return { query, context: contextOfTurns(request.messages.slice(0, -1).map((entry) => ({ role: entry.role, content: contentText(entry.content) }))) };
 }
 
 export function callerToolsOf(request: ParsedRequest): { specs: ToolSpec[]; toolChoice: ToolChoice | undefined } | undefined {
@@ -114,21 +128,26 @@ export function callerToolsOf(request: ParsedRequest): { specs: ToolSpec[]; tool
   return { specs: request.tools as ToolSpec[], toolChoice: request.tool_choice as ToolChoice | undefined };
 }
 
-/**
- * The schema the run's answer must match, from `response_format`: json_schema gives its schema,
- * json_object any object. `strict` needs no handling: every answer is checked. A schema the run
- * cannot check is the request's problem: a 400 naming the field.
- */
+/** The schema the run's answer must match, from `response_format` (see outputOfFormat). */
 export function outputOf(request: ParsedRequest): OutputSchemaSpec | undefined {
   const format = request.response_format;
+  const schema = format?.type === 'json_schema' ? format.json_schema.schema : undefined;
+  return outputOfFormat(format && { type: format.type, schema }, 'response_format.json_schema.schema');
+}
+
+/**
+ * The schema a run's answer must match, from a requested format: json_schema gives its schema,
+ * json_object any object. `strict` needs no handling: every answer is checked. A schema the run
+ * cannot check is the request's problem: a 400 naming `schemaParam`.
+ */
+export function outputOfFormat(format: { type: string; schema?: Record<string, unknown> | undefined } | null | undefined, schemaParam: string): OutputSchemaSpec | undefined {
   if (format?.type === 'json_object') return { type: 'object' };
-  if (format?.type !== 'json_schema') return undefined;
-  const { schema } = format.json_schema;
+  if (format?.type !== 'json_schema' || !format.schema) return undefined;
   try {
-    outputSchemaOf(schema);
+    outputSchemaOf(format.schema);
   } catch (error) {
     if (!(error instanceof ConfigurationError)) throw error;
-    throw new ApiError(400, 'invalid_request_error', `Invalid request: response_format.json_schema.schema: ${error.message}`, 'response_format.json_schema.schema');
+    throw new ApiError(400, 'invalid_request_error', `Invalid request: ${schemaParam}: ${error.message}`, schemaParam);
   }
-  return schema;
+  return format.schema;
 }

@@ -1,127 +1,155 @@
-import { randomUUID } from 'node:crypto';
-import { RunFailedError, RunLimitError } from '../engine/limits.js';
-import { describeError, RlmError } from '../errors.js';
-import type { ToolCall } from '../lm/types.js';
-import type { RunStep, Spent, TokenCount } from './active-run.js';
+import { DEFAULTS } from '../defaults.js';
+import type { ActiveRun } from './active-run.js';
 import { ApiError } from './errors.js';
+import { KeptResponses } from './kept-responses.js';
+import { LiveResponse } from './live-response.js';
+import type { ResponseEcho, ResponseEvent, ResponseObject } from './response-objects.js';
+import {
+  parseResponseRequest,
+  responseCallerTools,
+  responseOutput,
+  responseQuestionAndContext,
+  trailingFunctionOutputs,
+  type ParsedResponseRequest,
+  type ResponseCreateRequest,
+} from './responses-request.js';
+import { RunHost, type RunHostOptions } from './run-host.js';
+import { RESPONSES_TOOL_RESULTS } from './tool-results.js';
 
-type Step = Exclude<RunStep, { type: 'failed' }>;
-type FinishReason = 'stop' | 'length' | 'tool_calls';
+export interface ResponsesOptions extends RunHostOptions {
+  /** How long a finished response stays readable by id. @default 3600000 (1 hour) */
+  responseTtlMs?: number;
+  /** Finished responses kept at once; past it the oldest finished one is forgotten. @default 10000 */
+  maxKeptResponses?: number;
+}
+
+export interface CreateResponseOptions {
+  /** The request's signal: a foreground run stops when it aborts (its client went away). */
+  signal?: AbortSignal | undefined;
+  /** Called once a background run has its final status (the server holds a run slot until then). */
+  onBackgroundEnd?: (() => void) | undefined;
+}
 
 /**
- * The `rlm` extension object every completion carries, so a caller can tell how its answer came
- * about: `forced` when the run used all its iterations and the answer was asked for in one last
- * call (then `finish_reason` is "length"), the root iterations, and the USD this response's calls
- * cost (null when a model has no price).
+ * RLM as a model behind OpenAI's Responses API, without HTTP: `create()` takes the body of a
+ * POST /v1/responses request and answers what the OpenAI API would. The last input item (a user
+ * message) is the question; `instructions` and the earlier items (or `rlm_context`) are the
+ * context. Function tools belong to the caller: their calls come back as `function_call` items and
+ * the run waits for `function_call_output` items (with `previous_response_id`, or the whole input
+ * again). `background: true` answers at once with a queued response to poll with `retrieve()`.
+ *
+ * @example
+ * const api = new Responses({ rlmFor: ({ root, sub }) => new RLM({ model: root, subModel: sub }) });
+ * const response = await api.create({ model: 'gpt-5-mini', instructions: hugeText, input: 'Who signed?' });
  */
-export interface RlmExtension {
-  forced: boolean;
-  iterations: number;
-  cost_usd: number | null;
-}
+export class Responses {
+  private readonly runs: RunHost;
+  private readonly kept: KeptResponses;
 
-function extensionOf(step: Step, spent: Spent): RlmExtension {
-  return { forced: step.type === 'answer' && step.forced, iterations: step.iterations, cost_usd: spent.costUsd };
-}
+  constructor(options: ResponsesOptions) {
+    this.runs = new RunHost(options);
+    this.kept = new KeptResponses({ ttlMs: options.responseTtlMs ?? DEFAULTS.server.responseTtlMs, max: options.maxKeptResponses ?? DEFAULTS.server.maxKeptResponses });
+  }
 
-/**
- * A forced answer is cut short by the iteration limit: OpenAI says "length" for an answer cut by its
- * limit. A structured answer is whole JSON that matched its schema, forced or not: "stop" (clients
- * such as the openai SDK's `parse()` refuse "length"); `rlm.forced` still tells.
- */
-function finishReasonOf(step: Step): FinishReason {
-  if (step.type === 'tool-calls') return 'tool_calls';
-  return step.forced && !step.structured ? 'length' : 'stop';
-}
+  /** Runs waiting for function call results from their callers. */
+  get pausedRuns(): number {
+    return this.runs.pausedRuns;
+  }
 
-/** An answer or a hand-back of tool calls, as OpenAI's chat.completion object. */
-export function completionOf(step: Step, model: string, spent: Spent) {
-  const message =
-    step.type === 'answer'
-      ? { role: 'assistant' as const, content: step.answer, refusal: null }
-      : { role: 'assistant' as const, content: null, refusal: null, tool_calls: step.calls.map(wireToolCall) };
-  return {
-    id: completionId(),
-    object: 'chat.completion' as const,
-    created: Math.floor(Date.now() / 1000),
-    model,
-    choices: [{ index: 0, message, finish_reason: finishReasonOf(step), logprobs: null }],
-    usage: spent.usage,
-    rlm: extensionOf(step, spent),
-  };
-}
+  create(body: ResponseCreateRequest & { stream?: false | null }, options?: CreateResponseOptions): Promise<ResponseObject>;
+  create(body: ResponseCreateRequest & { stream: true }, options?: CreateResponseOptions): Promise<AsyncIterable<ResponseEvent>>;
+  create(body: ResponseCreateRequest, options?: CreateResponseOptions): Promise<ResponseObject | AsyncIterable<ResponseEvent>>;
+  async create(body: ResponseCreateRequest, options: CreateResponseOptions = {}): Promise<ResponseObject | AsyncIterable<ResponseEvent>> {
+    const request = parseResponseRequest(body);
+    const run = await this.runFor(request);
+    const response = new LiveResponse(echoOf(request));
+    if (response.background || request.store !== false) this.kept.keep(response);
+    if (response.background) {
+      const queued = response.snapshot;
+      void response.follow(run, this.runs).then(options.onBackgroundEnd);
+      return request.stream ? response.events(-1, options.signal) : queued;
+    }
+    void response.follow(run, this.runs);
+    // A client that goes away cancels a foreground run: nobody would see its answer.
+    const stop = () => response.cancel(new Error('the client went away'));
+    if (options.signal?.aborted) stop();
+    options.signal?.addEventListener('abort', stop, { once: true });
+    void response.settled.then(() => options.signal?.removeEventListener('abort', stop));
+    if (request.stream) return this.foregroundEvents(response);
+    return this.foregroundResult(response, options.signal);
+  }
 
-export type ChatCompletion = ReturnType<typeof completionOf>;
+  /** A kept response as it stands (GET /v1/responses/{id}). */
+  retrieve(id: string): ResponseObject {
+    return this.kept.get(id).snapshot;
+  }
 
-/** One chunk of a streamed completion, as OpenAI sends it; the one with the finish reason carries `rlm`. */
-export interface ChatCompletionChunk {
-  id: string;
-  object: 'chat.completion.chunk';
-  created: number;
-  model: string;
-  choices: { index: number; delta: ChunkDelta; finish_reason: FinishReason | null; logprobs: null }[];
-  usage?: TokenCount;
-  rlm?: RlmExtension;
-}
+  /** A kept response's events after `startingAfter`, then live until it is finished; reading stops nothing. */
+  stream(id: string, startingAfter?: number, signal?: AbortSignal): AsyncIterable<ResponseEvent> {
+    return this.kept.get(id).events(startingAfter, signal);
+  }
 
-/** The chunks that stream a step: content or tool calls (name first, arguments after), then the finish with the `rlm` object. */
-export function* chunksOf(id: string, step: Step, model: string, spent: Spent): Generator<ChatCompletionChunk> {
-  if (step.type === 'answer') {
-    for (const piece of pieces(step.answer)) yield chunk(id, model, { content: piece });
-  } else {
-    for (const [index, call] of step.calls.entries()) {
-      yield chunk(id, model, { tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] });
-      for (const piece of pieces(call.arguments)) yield chunk(id, model, { tool_calls: [{ index, function: { arguments: piece } }] });
+  /** Stops a background response's run; a finished response is returned as it is. */
+  async cancel(id: string): Promise<ResponseObject> {
+    const response = this.kept.get(id);
+    if (!response.background) {
+      throw new ApiError(400, 'invalid_request_error', 'Only background responses can be cancelled: a foreground run stops when its client disconnects.', 'response_id', 'not_background');
+    }
+    response.cancel(new Error('the response was cancelled'));
+    await response.settled;
+    return response.snapshot;
+  }
+
+  /** Resolves once no background run is working. */
+  idle(): Promise<void> {
+    return this.kept.idle();
+  }
+
+  /** Stops every run: background ones and paused ones (the server is shutting down). */
+  close(reason: unknown = new Error('the server is shutting down')): void {
+    this.kept.closeAll(reason);
+    this.runs.close(reason);
+  }
+
+  /** The paused run the input's function call results belong to, or a new run for its question. */
+  private async runFor(request: ParsedResponseRequest): Promise<ActiveRun> {
+    const results = trailingFunctionOutputs(request);
+    if (results.size > 0) return this.runs.resume(results, RESPONSES_TOOL_RESULTS);
+    const { query, context } = responseQuestionAndContext(request);
+    return this.runs.start({ model: request.model, subModel: request.rlm_sub_model, context, query, output: responseOutput(request), callerTools: responseCallerTools(request) });
+  }
+
+  /** The finished response; a failed run is the request's error, as for chat completions. */
+  private async foregroundResult(response: LiveResponse, signal: AbortSignal | undefined): Promise<ResponseObject> {
+    await response.settled;
+    if (response.failure) throw response.failure;
+    if (signal?.aborted) throw signal.reason;
+    return response.snapshot;
+  }
+
+  private async *foregroundEvents(response: LiveResponse): AsyncGenerator<ResponseEvent> {
+    try {
+      yield* response.events();
+    } finally {
+      // A client that stops reading before the end cancels the run, as one that disconnects does.
+      response.cancel(new Error('the client went away'));
     }
   }
-  yield { ...chunk(id, model, {}, finishReasonOf(step)), rlm: extensionOf(step, spent) };
 }
 
-/** What one streamed chunk adds to the message, as OpenAI sends it. */
-interface ChunkDelta {
-  role?: 'assistant';
-  content?: string;
-  tool_calls?: { index: number; id?: string; type?: 'function'; function: { name?: string; arguments: string } }[];
-}
-
-export function chunk(id: string, model: string, delta: ChunkDelta, finishReason: FinishReason | null = null, usage?: TokenCount): ChatCompletionChunk {
+function echoOf(request: ParsedResponseRequest): ResponseEcho {
+  const parallel = (request as { parallel_tool_calls?: unknown }).parallel_tool_calls;
   return {
-    id,
-    object: 'chat.completion.chunk' as const,
-    created: Math.floor(Date.now() / 1000),
-    model,
-    choices: usage ? [] : [{ index: 0, delta, finish_reason: finishReason, logprobs: null }],
-    ...(usage && { usage }),
+    model: request.model,
+    // Instructions are most often the huge context: a response that repeats them would carry it back, and keep it for the TTL.
+    instructions: null,
+    tools: (request.tools ?? []).map((tool) => ({ ...tool, strict: tool.strict ?? null })),
+    tool_choice: request.tool_choice ?? 'auto',
+    text: { format: request.text?.format ?? { type: 'text' } },
+    metadata: request.metadata ?? {},
+    parallel_tool_calls: typeof parallel === 'boolean' ? parallel : true,
+    previous_response_id: request.previous_response_id ?? null,
+    store: request.store ?? true,
+    background: request.background ?? false,
   };
-}
-
-export function completionId(): string {
-  return `chatcmpl-rlm-${randomUUID()}`;
-}
-
-/**
- * Why a run failed, as an API error: the upstream model (502), a limit or an answer that never
- * matched `response_format` (422), anything else (500).
- */
-export function failureAsApiError(error: unknown): ApiError {
-  if (error instanceof ApiError) return error;
-  const partial = error instanceof RunFailedError && error.partialAnswer ? { rlm_partial_answer: error.partialAnswer } : {};
-  const code = error instanceof RlmError ? error.code : 'run_failed';
-  const { message } = describeError(error);
-  if (error instanceof RunLimitError) return new ApiError(422, 'invalid_request_error', `The run stopped at a limit: ${message}`, null, code, partial);
-  if (code === 'invalid_output') return new ApiError(422, 'invalid_request_error', `The run found no answer matching response_format: ${message}`, 'response_format', code, partial);
-  if (code === 'model_error') return new ApiError(502, 'upstream_error', `The upstream model failed: ${message}`, null, code, partial);
-  return new ApiError(500, 'server_error', `The run failed: ${message}`, null, code, partial);
-}
-
-function wireToolCall(call: ToolCall) {
-  return { id: call.id, type: 'function' as const, function: { name: call.name, arguments: call.arguments } };
-}
-
-/** Long texts stream in several chunks, as a model's would. */
-function pieces(text: string, size = 1_000): string[] {
-  if (text.length <= size) return [text];
-  const result: string[] = [];
-  for (let start = 0; start < text.length; start += size) result.push(text.slice(start, start + size));
-  return result;
 }

@@ -66,13 +66,14 @@ function addRunCommand(program: Command, io: CommandIo, setExitCode: SetExitCode
 function addServeCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
   const serve = program
     .command('serve')
-    .description('serve RLM as an OpenAI-compatible model: POST /v1/chat/completions')
+    .description('serve RLM as an OpenAI-compatible model: POST /v1/chat/completions and /v1/responses')
     .option('--host <address>', 'address to listen on (default: 127.0.0.1; others need --auth-token)')
     .option('--port <n>', `port to listen on (default: ${DEFAULTS.server.port}; 0: any free port)`, port)
     .option('--auth-token <token>', 'clients must send it as a bearer token (default: RLM_AUTH_TOKEN)')
-    .option('--max-concurrent-runs <n>', 'chat completions answered at once; more get 429 (default: 32)', number('integer'))
+    .option('--max-concurrent-runs <n>', 'runs answered at once, background ones included; more get 429 (default: 32)', number('integer'))
     .option('--max-body-mb <mb>', 'largest request body (default: 256)', number('positive'))
-    .option('--paused-run-ttl <seconds>', 'how long a run waits for tool results from its caller (default: 600)', number('positive'));
+    .option('--paused-run-ttl <seconds>', 'how long a run waits for tool results from its caller (default: 600)', number('positive'))
+    .option('--response-ttl <seconds>', 'how long a finished response stays readable at /v1/responses/{id} (default: 3600)', number('positive'));
   addRunOptionFlags(serve)
     .addHelpText('after', SERVE_EXAMPLES)
     .action(async (flags: ServeFlags) => {

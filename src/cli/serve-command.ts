@@ -13,6 +13,7 @@ export interface ServeFlags extends RunOptionFlags {
   maxConcurrentRuns?: number;
   maxBodyMb?: number;
   pausedRunTtl?: number;
+  responseTtl?: number;
 }
 
 /** `rlm serve`: serves until a stop signal, then shuts down gracefully. */
@@ -27,6 +28,7 @@ export async function serveCommand(flags: ServeFlags, io: CommandIo): Promise<nu
     ...(flags.maxConcurrentRuns && { maxConcurrentRuns: flags.maxConcurrentRuns }),
     ...(flags.maxBodyMb && { maxBodyBytes: Math.round(flags.maxBodyMb * 2 ** 20) }),
     ...(flags.pausedRunTtl && { pausedRunTtlMs: Math.round(flags.pausedRunTtl * 1000) }),
+    ...(flags.responseTtl && { responseTtlMs: Math.round(flags.responseTtl * 1000) }),
   });
   io.stderr.write(`rlm: serving an OpenAI-compatible API at ${server.url}/v1 (upstream: ${run.baseURL ?? 'OpenAI'})\n`);
   await stopRequested(io.interrupt);

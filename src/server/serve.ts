@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { ChatCompletions, splitModelName } from '../api/chat-completions.js';
+import { Responses } from '../api/responses.js';
 import { ApiError } from '../api/errors.js';
 import { DEFAULTS } from '../defaults.js';
 import { RLM, type RLMOptions } from '../engine/rlm.js';
@@ -23,20 +24,23 @@ export interface ServeOptions {
   pausedRunTtlMs?: number;
   /** @default 15000 */
   keepAliveMs?: number;
+  /** How long a finished response of the Responses API stays readable by id. @default 3600000 */
+  responseTtlMs?: number;
 }
 
 export interface RunningServer {
   /** e.g. `http://127.0.0.1:8000` */
   url: string;
   /**
-   * Stops accepting connections, lets requests in progress finish for up to `graceMs`, then stops
-   * every run (paused ones included) and closes what is left.
+   * Stops accepting connections, lets requests in progress and background runs finish for up to
+   * `graceMs`, then stops every run (paused ones included) and closes what is left.
    */
   close(graceMs?: number): Promise<void>;
 }
 
 /**
- * Serves RLM as an OpenAI-compatible model (see ChatCompletions for what a request means).
+ * Serves RLM as an OpenAI-compatible model: chat completions and the Responses API (see
+ * ChatCompletions and Responses for what a request means).
  *
  * @example
  * const server = await serve({ port: 8431, run: { baseURL: 'http://localhost:11434/v1' } });
@@ -52,15 +56,18 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   }
   const provider = resolveModelProvider(options.run);
   const models = new UpstreamModels(provider);
-  const completions = new ChatCompletions({
+  const runHost = {
     rlmFor: rlmCache(options.run, provider),
-    resolveModels: async (name, sub) => splitModelName(name, sub, await models.list()),
+    resolveModels: async (name: string, sub: string | undefined) => splitModelName(name, sub, await models.list()),
     pausedRunTtlMs: options.pausedRunTtlMs ?? DEFAULTS.server.pausedRunTtlMs,
-  });
+  };
+  const completions = new ChatCompletions(runHost);
+  const responses = new Responses({ ...runHost, responseTtlMs: options.responseTtlMs ?? DEFAULTS.server.responseTtlMs });
   // The HTTP stack loads only when a server starts: other uses of the library never pay for it.
   const [{ createApp }, { serve: serveNode }] = await Promise.all([import('./app.js'), import('@hono/node-server')]);
   const app = createApp({
     completions,
+    responses,
     listModels: async () => [...(await models.listOrFail())],
     authToken: options.authToken,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULTS.server.maxBodyBytes,
@@ -77,7 +84,7 @@ export async function serve(options: ServeOptions): Promise<RunningServer> {
   const { port: listening } = server.address() as AddressInfo;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${listening}`,
-    close: (graceMs = DEFAULTS.server.shutdownGraceMs) => closeGracefully(server, completions, graceMs),
+    close: (graceMs = DEFAULTS.server.shutdownGraceMs) => closeGracefully(server, [completions, responses], graceMs),
   };
 }
 
@@ -146,12 +153,13 @@ class UpstreamModels {
   }
 }
 
-async function closeGracefully(server: import('node:http').Server, completions: ChatCompletions, graceMs: number): Promise<void> {
+/** Requests in progress and background runs may finish within `graceMs`; then every run is stopped. */
+async function closeGracefully(server: import('node:http').Server, apis: [ChatCompletions, Responses], graceMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
   const grace = new Promise<void>((resolve) => setTimeout(resolve, graceMs).unref());
-  await Promise.race([closed, grace]);
-  completions.close();
+  await Promise.race([Promise.all([closed, apis[1].idle()]), grace]);
+  for (const api of apis) api.close();
   server.closeAllConnections();
   await closed;
 }

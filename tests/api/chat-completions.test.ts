@@ -53,6 +53,18 @@ describe('ChatCompletions without HTTP', () => {
   });
 });
 
+describe('a caller gone before its run starts', () => {
+  it('cancels the run instead of answering nobody', async () => {
+    const root = new ScriptedModel([repl('print(1)'), 'FINAL(never seen)']);
+    const gone = new Error('the client went away');
+    const error = await api(root)
+      .create({ model: 'root', messages: [{ role: 'user', content: 'q' }] }, { signal: AbortSignal.abort(gone) })
+      .catch((caught: unknown) => caught);
+    expect(error).toBe(gone);
+    expect(root.calls.length).toBeLessThan(2);
+  });
+});
+
 describe('splitModelName', () => {
   it('splits root:sub, keeps listed names whole, and lets rlm_sub_model win', () => {
     expect(splitModelName('gpt-5:gpt-5-mini')).toEqual({ root: 'gpt-5', sub: 'gpt-5-mini' });

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
@@ -17,19 +17,8 @@ afterAll(() => upstream.close());
 
 describe('rlm serve', () => {
   it('serves chat completions, and on SIGTERM lets the request in progress finish before it stops', async () => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--base-url', upstream.baseURL, '--port', '0'], {
-      env: { PATH: process.env.PATH ?? '', HOME: scratch },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stderr.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-        const match = /serving an OpenAI-compatible API at (\S+)\/v1/.exec(stderr);
-        if (match) resolve(match[1]!);
-      });
-      child.on('exit', () => reject(new Error(`rlm serve exited: ${stderr}`)));
-    });
+    const { child, url, stderr: output } = await startServe([]);
+    const stderr = () => output.text;
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 });
     const asked = upstream.requests.length;
@@ -39,8 +28,24 @@ describe('rlm serve', () => {
     child.kill('SIGTERM');
     expect((await inProgress).choices[0]!.message.content).toBe('served');
     expect(await exited).toBe(0);
-    expect(stderr).toContain('rlm: shutting down: no new requests');
-    expect(stderr).toContain('rlm: stopped.');
+    expect(stderr()).toContain('rlm: shutting down: no new requests');
+    expect(stderr()).toContain('rlm: stopped.');
+  });
+
+  it('serves the Responses API in the background, and forgets finished responses after --response-ttl', async () => {
+    const { child, url } = await startServe(['--response-ttl', '0.5']);
+    try {
+      const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const queued = await client.responses.create({ model: 'root', input: 'q', background: true });
+      expect(queued.status).toBe('queued');
+      const completed = async () => (await client.responses.retrieve(queued.id)).status === 'completed';
+      expect(await eventually(completed, 10_000)).toBe(true);
+      expect((await client.responses.retrieve(queued.id)).output_text).toBe('served');
+      const forgotten = () => client.responses.retrieve(queued.id).then(() => false, (error: unknown) => error instanceof OpenAI.NotFoundError);
+      expect(await eventually(forgotten, 10_000)).toBe(true);
+    } finally {
+      child.kill('SIGTERM');
+    }
   });
 
   it('refuses to listen on every interface without a token (exit 2)', async () => {
@@ -50,6 +55,24 @@ describe('rlm serve', () => {
     expect(result.stderr).toContain('--auth-token');
   });
 });
+
+/** `rlm serve` with `args` against the fake upstream, once it says where it listens. */
+async function startServe(args: string[]): Promise<{ child: ChildProcess; url: string; stderr: { text: string } }> {
+  const child = spawn(process.execPath, [BIN, 'serve', '--base-url', upstream.baseURL, '--port', '0', ...args], {
+    env: { PATH: process.env.PATH ?? '', HOME: scratch },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const stderr = { text: '' };
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr.text += chunk.toString();
+      const match = /serving an OpenAI-compatible API at (\S+)\/v1/.exec(stderr.text);
+      if (match) resolve(match[1]!);
+    });
+    child.on('exit', () => reject(new Error(`rlm serve exited: ${stderr.text}`)));
+  });
+  return { child, url, stderr };
+}
 
 describe('rlm serve on a port in use', () => {
   it('exits 2 and says to pick another port, without a stack trace', async () => {

@@ -1,5 +1,3 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, serve } from '../../src/index.js';
@@ -9,7 +7,7 @@ import { closedPort } from '../cli/helpers.js';
 import { rejectionOf } from '../rejection.js';
 import { repl } from '../repl.js';
 import { tempFolder } from '../temp-folder.js';
-import { rlmApp, rlmServer, sawOutput } from './helpers.js';
+import { keepAlives, rlmApp, rlmServer, runEnded, sawOutput, tapped } from './helpers.js';
 
 // Answers that need no socket come from the app in process (hono's app.request); cancellation on
 // disconnect, keep-alive through proxies and load go over a real port.
@@ -125,24 +123,6 @@ describe('the wire format', () => {
   });
 });
 
-/** `response` with its body passed through unchanged, calling `onText` with all text read so far. */
-function tapped(response: Response, onText: (text: string) => void): Response {
-  const decoder = new TextDecoder();
-  let text = '';
-  const body = response.body!.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        text += decoder.decode(chunk, { stream: true });
-        onText(text);
-        controller.enqueue(chunk);
-      },
-    }),
-  );
-  return new Response(body, response);
-}
-
-const keepAlives = (text: string) => text.match(/^: keep-alive$/gm)?.length ?? 0;
-
 describe('keep-alive', () => {
   it('sends comment lines while a streamed run works, which the openai client ignores', async () => {
     // Each streamed run's first root call answers only once its caller has read two keep-alive lines.
@@ -204,8 +184,7 @@ describe('load and cancellation', () => {
     expect(await eventually(() => rootRequests.length === 1, 10_000)).toBe(true);
     controller.abort();
     await request;
-    const runEnded = () => readdirSync(logDir).some((file) => readFileSync(join(logDir, file), 'utf8').includes('"type":"run_end"'));
-    expect(await eventually(runEnded, 5_000)).toBe(true);
+    expect(await eventually(() => runEnded(logDir), 5_000)).toBe(true);
     expect(rootRequests).toHaveLength(1);
     const health = (await (await fetch(`${server.url}/health`)).json()) as { running: number };
     expect(health.running).toBe(0);

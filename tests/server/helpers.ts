@@ -1,7 +1,9 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Hono } from 'hono';
 import OpenAI from 'openai';
 import { afterEach } from 'vitest';
-import { ChatCompletions, DEFAULTS, RLM, serve, type RunningServer, type ServeOptions } from '../../src/index.js';
+import { ChatCompletions, DEFAULTS, Responses, RLM, serve, type RunningServer, type ServeOptions } from '../../src/index.js';
 import { createApp, type AppOptions } from '../../src/server/app.js';
 import { startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 
@@ -56,17 +58,28 @@ export async function rlmServer(
  */
 export async function rlmApp(
   script: Script,
-  options: Partial<Omit<AppOptions, 'completions' | 'listModels'>> & { pausedRunTtlMs?: number; run?: Partial<ServeOptions['run']> } = {},
-): Promise<{ app: Hono; completions: ChatCompletions; client: OpenAI; upstream: FakeOpenAIServer; rootRequests: FakeRequest[]; post: (body: string, headers?: Record<string, string>) => Promise<Posted> }> {
+  options: Partial<Omit<AppOptions, 'completions' | 'responses' | 'listModels'>> & { pausedRunTtlMs?: number; responseTtlMs?: number; run?: Partial<ServeOptions['run']> } = {},
+): Promise<{
+  app: Hono;
+  completions: ChatCompletions;
+  responses: Responses;
+  client: OpenAI;
+  upstream: FakeOpenAIServer;
+  rootRequests: FakeRequest[];
+  post: (body: string, headers?: Record<string, string>, path?: string) => Promise<Posted>;
+}> {
   const { upstream, rootRequests } = await scriptedUpstream(script);
-  const { pausedRunTtlMs, run, ...appOptions } = options;
-  const completions = new ChatCompletions({
-    rlmFor: ({ root, sub }) => new RLM({ baseURL: upstream.baseURL, maxIterations: 6, ...run, model: root, subModel: sub }),
+  const { pausedRunTtlMs, responseTtlMs, run, ...appOptions } = options;
+  const runHost = {
+    rlmFor: ({ root, sub }: { root: string; sub: string }) => new RLM({ baseURL: upstream.baseURL, maxIterations: 6, ...run, model: root, subModel: sub }),
     ...(pausedRunTtlMs !== undefined && { pausedRunTtlMs }),
-  });
-  open.push({ close: async () => completions.close() });
+  };
+  const completions = new ChatCompletions(runHost);
+  const responses = new Responses({ ...runHost, ...(responseTtlMs !== undefined && { responseTtlMs }) });
+  open.push({ close: async () => completions.close() }, { close: async () => responses.close() });
   const app = createApp({
     completions,
+    responses,
     listModels: async () => script.models ?? [],
     maxBodyBytes: DEFAULTS.server.maxBodyBytes,
     maxConcurrentRuns: DEFAULTS.server.maxConcurrentRuns,
@@ -74,8 +87,8 @@ export async function rlmApp(
     ...appOptions,
   });
   const client = new OpenAI({ baseURL: `${IN_PROCESS}/v1`, apiKey: options.authToken ?? 'not-needed', maxRetries: 0, fetch: async (url, init) => app.request(url, init) });
-  const post = (body: string, headers: Record<string, string> = {}) => postTo(app, body, headers);
-  return { app, completions, client, upstream, rootRequests, post };
+  const post = (body: string, headers: Record<string, string> = {}, path = '/v1/chat/completions') => postTo(app, body, headers, path);
+  return { app, completions, responses, client, upstream, rootRequests, post };
 }
 
 /** The origin requests to an in-process app are addressed to: nothing listens there. */
@@ -87,9 +100,9 @@ export interface Posted {
   body: { error: { message: string; type: string; param: string | null; code: string } };
 }
 
-/** POSTs a raw body to /v1/chat/completions of an in-process app, and reads the error object it answers with. */
-async function postTo(app: Hono, body: string, headers: Record<string, string>): Promise<Posted> {
-  const response = await app.request(`${IN_PROCESS}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+/** POSTs a raw body to a path of an in-process app (/v1/chat/completions by default), and reads the error object it answers with. */
+async function postTo(app: Hono, body: string, headers: Record<string, string>, path: string): Promise<Posted> {
+  const response = await app.request(`${IN_PROCESS}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
   return { status: response.status, headers: response.headers, body: (await response.json()) as Posted['body'] };
 }
 
@@ -107,3 +120,27 @@ export function seenByRoot(request: FakeRequest): string {
 export function sawOutput(request: FakeRequest): boolean {
   return (request.body.messages as { role: string; content?: unknown }[]).some((message) => message.role === 'user' && String(message.content).startsWith('Code executed'));
 }
+
+/** Whether a run logged to `logDir` has ended (its log holds a run_end record). */
+export function runEnded(logDir: string): boolean {
+  return readdirSync(logDir).some((file) => readFileSync(join(logDir, file), 'utf8').includes('"type":"run_end"'));
+}
+
+/** `response` with its body passed through unchanged, calling `onText` with all text read so far. */
+export function tapped(response: Response, onText: (text: string) => void): Response {
+  const decoder = new TextDecoder();
+  let text = '';
+  const body = response.body!.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        text += decoder.decode(chunk, { stream: true });
+        onText(text);
+        controller.enqueue(chunk);
+      },
+    }),
+  );
+  return new Response(body, response);
+}
+
+/** How many keep-alive comment lines an SSE text holds. */
+export const keepAlives = (text: string) => text.match(/^: keep-alive$/gm)?.length ?? 0;

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, serve } from '../../src/index.js';
 import { startFakeOpenAIServer, type FakeReply } from '../../src/testing.js';
-import type { ChatCompletion } from '../../src/api/responses.js';
+import type { ChatCompletion } from '../../src/api/chat-responses.js';
 import { eventually } from '../processes.js';
 import { rejectionOf } from '../rejection.js';
 import { rlmApp, rlmServer, seenByRoot } from './helpers.js';
