@@ -30,7 +30,7 @@ export function addBatchGenerateCommand(batch: Command): void {
     .description('write a seeded task set with right answers: sniah (a needle in a haystack) or aggregate (counting over labelled records)')
     .addArgument(new Argument('<kind>', 'the kind of task set').choices(['sniah', 'aggregate']))
     .requiredOption('--count <n>', 'how many tasks in all; they take the sizes in turn', number('integer'))
-    .option('--seed <n>', 'the same seed writes the same file, byte for byte (default: 1)', seed, 1)
+    .option('--seed <n>', 'the same seed writes the same file, byte for byte', seed, 1)
     .option('--sizes <list>', 'context sizes in characters, k = 1,000, m = 1,000,000, from 1k to 10m (default: 8k,64k,1m)')
     .requiredOption('--out <file>', 'the tasks file to write (JSON Lines)')
     .option('--context-files', 'write each context to a file in <out>.contexts/ and refer to it by context_path')
