@@ -74,10 +74,10 @@ describe('bad options', () => {
     [{ sizes: '11m' }, 'write a size from 1k to 10m'],
     [{ sizes: '500' }, 'write a size from 1k to 10m'],
     [{ sizes: [20_000_000] }, 'from 1000 to 10000000'],
-  ])('%o is a ConfigurationError that says what to write', (change, message) => {
+  ])('%o is a ConfigurationError that says what to write, thrown before any task is asked for', (change, message) => {
     const options = { kind: 'sniah', count: 1, seed: 1, ...change } as GenerateTasksOptions;
-    expect(() => all(options)).toThrow(ConfigurationError);
-    expect(() => all(options)).toThrow(message);
+    expect(() => generateTasks(options)).toThrow(ConfigurationError);
+    expect(() => generateTasks(options)).toThrow(message);
   });
 
   it('reads sizes as decimal characters with k and m suffixes', () => {

@@ -26,8 +26,12 @@ export interface GenerateTasksOptions {
  * context is built only when its task is reached). Task `i` depends only on the kind, the seed, `i`
  * and its size, so a larger --count extends a smaller one.
  */
-export function* generateTasks(options: GenerateTasksOptions): Generator<GeneratedTask> {
-  const sizes = checkOptions(options);
+export function generateTasks(options: GenerateTasksOptions): Generator<GeneratedTask> {
+  // Checked now, not at the first task: a caller learns of a bad option before writing anything.
+  return tasksOf(options, checkOptions(options));
+}
+
+function* tasksOf(options: GenerateTasksOptions, sizes: number[]): Generator<GeneratedTask> {
   const generate = GENERATORS[options.kind];
   for (let index = 0; index < options.count; index++) {
     const size = sizes[index % sizes.length]!;
