@@ -52,3 +52,8 @@ export type { ResponseEvent, ResponseObject, OutputItem } from './api/response-o
 export { ApiError } from './api/errors.js';
 export { serve } from './server/serve.js';
 export type { RunningServer, ServeOptions } from './server/serve.js';
+
+// Task sets for measuring a model with rlm batch
+export { generateTasks, TASK_SET_KINDS } from './batch/generate/generate.js';
+export type { GenerateTasksOptions, TaskSetKind } from './batch/generate/generate.js';
+export type { GeneratedTask } from './batch/generate/task.js';

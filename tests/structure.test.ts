@@ -78,6 +78,7 @@ const SHARED = 'src/*.ts';
 const MAY_IMPORT: Record<string, string[]> = {
   'src/cli': ['src/index.ts', 'src/testing.ts', 'src/view', 'src/tools', 'src/sandbox', SHARED],
   'src/server': ['src/api', 'src/engine', 'src/lm', SHARED],
+  'src/batch': ['src/engine', 'src/lm', SHARED],
   'src/api': ['src/engine', 'src/lm', SHARED],
   'src/testing': ['src/engine', 'src/lm', SHARED],
   'src/engine': ['src/lm', 'src/sandbox', 'src/tools', SHARED],

@@ -14,6 +14,7 @@ import type { ViewFlags } from './view-command.js';
 import type { McpFlags } from './mcp-command.js';
 import type { FakeServerFlags } from './fake-server-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
+import { addBatchGenerateCommand } from './batch-generate-command.js';
 
 
 /** Where a command reports its exit code. */
@@ -26,7 +27,7 @@ function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
-  for (const addCommand of [addRunCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand]) addCommand(program, io, setExitCode);
+  for (const addCommand of [addRunCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand, addBatchCommand]) addCommand(program, io, setExitCode);
   program.addHelpText(
     'after',
     `
@@ -106,6 +107,11 @@ function addViewCommand(program: Command, io: CommandIo, setExitCode: SetExitCod
       const { viewCommand } = await import('./view-command.js');
       setExitCode(await viewCommand(logPath, flags, io));
     });
+}
+
+function addBatchCommand(program: Command): void {
+  const batch = program.command('batch').description('work through many tasks (a JSON Lines file), or write a task set to measure a model');
+  addBatchGenerateCommand(batch);
 }
 
 function addFakeServerCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
