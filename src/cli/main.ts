@@ -10,7 +10,7 @@ import type { CommandIo } from './io.js';
 import type { RunFlags } from './run-command.js';
 import { addRunOptionFlags, collect, number, port } from './run-options.js';
 import type { ServeFlags } from './serve-command.js';
-import type { ViewFlags } from './view-command.js';
+import type { ViewFlags } from './view-pages.js';
 import type { McpFlags } from './mcp-command.js';
 import type { FakeServerFlags } from './fake-server-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
