@@ -79,8 +79,7 @@ export function readBatchResults(text: string): BatchResults {
       results.problems.push(`line ${index + 1} has no task id`);
       return;
     }
-    // A later line for the same id replaces the earlier one but keeps its place.
-    byId.delete(task.id);
+    // A later line for the same id replaces the earlier one but keeps its place (a Map keeps the first insertion's).
     byId.set(task.id, task);
   });
   results.tasks = [...byId.values()];

@@ -60,3 +60,23 @@ export async function structuredRun(): Promise<{ path: string; text: string }> {
   const result = await new RLM({ model: 'root', languageModel, logDir }).completion({ context: 'a contract', query: 'Who signed?', output });
   return { path: result.logPath!, text: readFileSync(result.logPath!, 'utf8') };
 }
+
+/** One line of a batch results file in rlm's shape: a completed one-iteration task unless `fields` say otherwise (undefined drops a field). */
+export function resultLine(fields: Record<string, unknown>): string {
+  const usage = { byModel: { root: { calls: 1, inputTokens: 50, outputTokens: 5, costUsd: 0.001 } }, calls: 1, inputTokens: 50, outputTokens: 5, costUsd: 0.001, costComplete: true };
+  return `${JSON.stringify({ status: 'completed', answer: 'ok', usage, cost_usd: 0.001, iterations: 1, forced: false, duration_ms: 100, attempts: 1, ...fields })}\n`;
+}
+
+/** One line of a batch results file in the OpenAI Batch output shape, for a completed request. */
+export function openAiResultLine(options: { id: string; answer?: string; cost?: number; iterations?: number; forced?: boolean; extension?: Record<string, unknown> }): string {
+  const body = {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'rlm-model',
+    choices: [{ index: 0, message: { role: 'assistant', content: options.answer ?? 'ok', refusal: null }, finish_reason: options.forced ? 'length' : 'stop', logprobs: null }],
+    usage: { prompt_tokens: 120, completion_tokens: 8, total_tokens: 128 },
+    rlm: { forced: options.forced ?? false, iterations: options.iterations ?? 1, cost_usd: options.cost ?? 0.001, ...options.extension },
+  };
+  return `${JSON.stringify({ id: `batch_req_${options.id}`, custom_id: options.id, response: { status_code: 200, request_id: `req_${options.id}`, body }, error: null })}\n`;
+}
