@@ -1,0 +1,63 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { batchWithTrajectories, serveView } from '../view/helpers.js';
+import { tempFolder } from '../temp-folder.js';
+import { runCli } from './helpers.js';
+
+describe('rlm view on a batch results file', () => {
+  let resultsPath: string;
+  beforeAll(async () => {
+    ({ resultsPath } = await batchWithTrajectories(tempFolder('rlm-view-batch-')));
+  });
+
+  const hrefOf = (page: string, id: string) => page.match(new RegExp(`<td class="id"><a href="([^"]+)">${id}</a>`))?.[1];
+
+  it('writes the batch page and each trajectory page next to it, linked from the task rows', async () => {
+    const result = await runCli(['view', resultsPath]);
+    expect(result.code).toBe(0);
+    const pagePath = resultsPath.replace(/\.jsonl$/, '.html');
+    expect(result.stdout).toBe(`${pagePath}\n`);
+    // The log that is gone is named; its row, like the one with no log, has no link.
+    expect(result.stderr).toBe(`rlm: 1 trajectory log could not be read, so its task has no link: ${join(dirname(resultsPath), 'runs', 'gone.jsonl')} (ENOENT)\n`);
+    const page = readFileSync(pagePath, 'utf8');
+    expect(page).toContain('<h1>rlm batch <small>results.jsonl</small></h1>');
+    expect(page).toMatch(/<tr data-status="completed"><td class="id">gamma<\/td>/);
+    expect(page).toMatch(/<tr data-status="completed"><td class="id">epsilon<\/td>/);
+    expect(page).toMatch(/<tr data-status="completed"><td class="id">delta<\/td>.*from a batch request/);
+    const alpha = hrefOf(page, 'alpha')!;
+    const beta = hrefOf(page, 'beta')!;
+    expect(alpha).toMatch(/^results-trajectories\/rlm_[\w-]+\.html$/);
+    // A log path relative to the results file is found there.
+    expect(beta).toBe('results-trajectories/beta.html');
+    expect(readFileSync(join(dirname(pagePath), alpha), 'utf8')).toContain('Alpha question?');
+    expect(readFileSync(join(dirname(pagePath), beta), 'utf8')).toContain('Beta question?');
+  });
+
+  it('links from wherever --out puts the page', async () => {
+    const out = join(tempFolder('rlm-view-batch-out-'), 'report.html');
+    const result = await runCli(['view', resultsPath, '--out', out]);
+    expect(result).toMatchObject({ code: 0, stdout: `${out}\n` });
+    const beta = hrefOf(readFileSync(out, 'utf8'), 'beta')!;
+    expect(beta).toBe('report-trajectories/beta.html');
+    expect(existsSync(join(dirname(out), beta))).toBe(true);
+  });
+
+  it('serves the batch page and renders each trajectory on request, only for the tasks the results name', async () => {
+    const { url, child, exited } = await serveView(resultsPath);
+    try {
+      const page = await (await fetch(url)).text();
+      expect(hrefOf(page, 'alpha')).toBe('trajectory?id=alpha');
+      expect(hrefOf(page, 'gamma')).toBeUndefined();
+      const trajectory = await fetch(new URL('trajectory?id=beta', url));
+      expect(trajectory.status).toBe(200);
+      expect(await trajectory.text()).toContain('Beta question?');
+      for (const missing of ['trajectory?id=gamma', 'trajectory?id=nobody', `trajectory?id=${encodeURIComponent('../results.jsonl')}`, 'trajectory']) {
+        expect((await fetch(new URL(missing, url))).status).toBe(404);
+      }
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).not.toBeNull();
+  });
+});
