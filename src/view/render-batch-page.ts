@@ -111,9 +111,9 @@ function chart(id: string, label: string, values: number[], format: (value: numb
     const to = low + ((high - low) * (index + 1)) / bins;
     return `<rect x="${(index * barWidth + 1).toFixed(1)}" y="${(height - barHeight).toFixed(1)}" width="${(barWidth - 2).toFixed(1)}" height="${barHeight.toFixed(1)}"><title>${escape(`${format(from)} – ${format(to)}: ${count} task${count === 1 ? '' : 's'}`)}</title></rect>`;
   });
-  return `<figure class="chart" id="chart-${id}"><figcaption>${escape(label)} <span class="hint">${values.length} task${values.length === 1 ? '' : 's'}</span></figcaption>
+  return `<figure class="chart" id="chart-${id}"><figcaption>${escape(label)} <span class="hint">${values.length} task${values.length === 1 ? '' : 's'}, at most ${most} in a bar</span></figcaption>
 <svg viewBox="0 0 ${width} ${height + 16}" width="${width}" height="${height + 16}" role="img" aria-label="${escape(`${label} distribution`)}">${bars.join('')}
-<text x="0" y="${height + 13}">${escape(format(low))}</text><text x="${width}" y="${height + 13}" text-anchor="end">${escape(format(high))}</text></svg></figure>`;
+<line x1="0" y1="${height + 0.5}" x2="${width}" y2="${height + 0.5}"/><text x="0" y="${height + 13}">${escape(format(low))}</text><text x="${width}" y="${height + 13}" text-anchor="end">${escape(format(high))}</text></svg></figure>`;
 }
 
 const COLUMNS: { label: string; type: 'text' | 'number' }[] = [
@@ -175,16 +175,16 @@ function round(value: number): string {
 
 const STYLE = `${THEME_STYLE}
 .breakdowns { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
-.charts { display: flex; flex-wrap: wrap; gap: 16px; }
+.charts { display: flex; flex-wrap: wrap; gap: 40px; }
 .chart { margin: 8px 0; } .chart figcaption { font-weight: 600; margin-bottom: 4px; }
-.chart rect { fill: var(--accent); } .chart text { fill: var(--muted); font-size: 10px; }
+.chart rect { fill: var(--accent); } .chart text { fill: var(--muted); font-size: 10px; } .chart line { stroke: var(--line); }
 .filters { margin: 8px 0; display: flex; gap: 8px; align-items: center; } .filters input { width: 320px; padding: 4px 8px; }
 .hint { color: var(--muted); font-size: 12px; font-weight: normal; }
 table#tasks { border-collapse: collapse; width: 100%; }
 table#tasks th, table#tasks td { border-bottom: 1px solid var(--line); padding: 4px 6px; text-align: left; vertical-align: top; }
 table#tasks th button { font: inherit; font-weight: 600; background: none; border: none; color: inherit; cursor: pointer; padding: 0; }
 table#tasks th[aria-sort="ascending"] button::after { content: " ▲"; } table#tasks th[aria-sort="descending"] button::after { content: " ▼"; }
-table#tasks td[data-value] { text-align: right; white-space: nowrap; }
+table#tasks td[data-value], table#tasks th[data-type="number"] { text-align: right; white-space: nowrap; }
 td.answer { max-width: 420px; word-break: break-word; } td.id { word-break: break-all; }
 .status-failed, .error, .problems { color: var(--bad); }
 a { color: var(--accent); }
