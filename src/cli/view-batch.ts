@@ -10,12 +10,12 @@ import { renderBatchPage } from '../view/render-batch-page.js';
 import { renderPage } from '../view/render-page.js';
 import type { CommandIo } from './io.js';
 import { EXIT, UsageError } from './usage-error.js';
-import { openInBrowser, pagePathFor, servePages, writePage, type ViewFlags } from './view-pages.js';
+import { openInBrowser, pagePathFor, writePage, type ViewFlags } from './view-pages.js';
 
-export async function viewBatch(resultsPath: string, text: string, flags: ViewFlags, io: CommandIo): Promise<number> {
+/** Writes the batch page (and the trajectory pages it links to) and prints its path. */
+export async function writeBatchPage(resultsPath: string, text: string, flags: ViewFlags, io: CommandIo): Promise<number> {
   const results = readBatchResults(text);
-  reportProblems(results, io);
-  if (flags.serve) return servePages(resultsPath, (url) => routeBatch(url, resultsPath), flags, io);
+  reportBatchProblems(results, io);
   const outPath = flags.out ?? pagePathFor(resultsPath);
   const hrefs = writeTrajectoryPages(results.tasks, resultsPath, outPath, io);
   writePage(outPath, renderBatchPage(results, { title: basename(resultsPath), trajectoryHref: (task) => hrefs.get(task) }));
@@ -24,7 +24,7 @@ export async function viewBatch(resultsPath: string, text: string, flags: ViewFl
   return EXIT.ok;
 }
 
-function reportProblems(results: BatchResults, io: CommandIo): void {
+export function reportBatchProblems(results: BatchResults, io: CommandIo): void {
   if (results.tornLastLine) io.stderr.write('rlm: the last line of the results is cut off (the batch stopped while writing it): that task is left out.\n');
   for (const problem of results.problems) io.stderr.write(`rlm: skipped ${problem}\n`);
 }
@@ -91,8 +91,8 @@ function resolveLogPath(logPath: string, resultsPath: string): string {
 }
 
 /** The served pages: the batch page at `/`, each task's trajectory at `/trajectory?id=…`; rendered from the files as they are now. */
-function routeBatch(url: URL, resultsPath: string): string | undefined {
-  const results = readBatchResults(readFileSync(resultsPath, 'utf8'));
+export function routeBatch(url: URL, resultsPath: string, text: string): string | undefined {
+  const results = readBatchResults(text);
   if (url.pathname === '/' || url.pathname === '/index.html') {
     const href = (task: TaskResult) => (task.logPath === undefined ? undefined : `trajectory?id=${encodeURIComponent(task.id)}`);
     return renderBatchPage(results, { title: basename(resultsPath), trajectoryHref: href });

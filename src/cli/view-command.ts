@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
-import { isBatchResults } from '../view/batch-results.js';
+import { isBatchResults, readBatchResults } from '../view/batch-results.js';
 import { readRunLog, type RunLog } from '../view/log-reader.js';
 import { renderPage } from '../view/render-page.js';
 import type { CommandIo } from './io.js';
 import { EXIT, UsageError } from './usage-error.js';
-import { viewBatch } from './view-batch.js';
+import { reportBatchProblems, routeBatch, writeBatchPage } from './view-batch.js';
 import { openInBrowser, pagePathFor, servePages, writePage, type ViewFlags } from './view-pages.js';
 
 /**
@@ -17,18 +17,26 @@ import { openInBrowser, pagePathFor, servePages, writePage, type ViewFlags } fro
 export async function viewCommand(logPath: string, flags: ViewFlags, io: CommandIo): Promise<number> {
   if (flags.follow && !flags.serve) throw new UsageError('--follow updates a served page: use it with --serve.');
   const text = readViewedFile(logPath);
-  if (isBatchResults(text)) return viewBatch(logPath, text, flags, io);
-  const log = readLog(text, logPath, Boolean(flags.follow));
-  reportProblems(log, io);
-  if (flags.serve) {
-    const route = (url: URL) => (url.pathname === '/' || url.pathname === '/index.html' ? renderPage(readRunLog(readFileSync(logPath, 'utf8')), basename(logPath)) : undefined);
-    return servePages(logPath, route, flags, io);
-  }
+  const isBatch = isBatchResults(text);
+  if (isBatch) reportBatchProblems(readBatchResults(text), io);
+  else reportProblems(readLog(text, logPath, Boolean(flags.follow)), io);
+  if (flags.serve) return servePages(logPath, (url) => routeViewed(url, logPath), flags, io);
+  if (isBatch) return writeBatchPage(logPath, text, flags, io);
   const outPath = flags.out ?? pagePathFor(logPath);
-  writePage(outPath, renderPage(log, basename(logPath)));
+  writePage(outPath, renderPage(readRunLog(text), basename(logPath)));
   io.stdout.write(`${outPath}\n`);
   if (flags.open) await openInBrowser(outPath, io);
   return EXIT.ok;
+}
+
+/**
+ * The served pages, from the file as it is now. What it holds is told again on every request: a
+ * batch followed from its start has an empty results file, which is not yet a results file.
+ */
+function routeViewed(url: URL, path: string): string | undefined {
+  const text = readFileSync(path, 'utf8');
+  if (isBatchResults(text)) return routeBatch(url, path, text);
+  return url.pathname === '/' || url.pathname === '/index.html' ? renderPage(readRunLog(text), basename(path)) : undefined;
 }
 
 function readViewedFile(path: string): string {

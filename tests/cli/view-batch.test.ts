@@ -1,7 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchWithTrajectories, serveView } from '../view/helpers.js';
+import { batchWithTrajectories, resultLine, serveView } from '../view/helpers.js';
 import { tempFolder } from '../temp-folder.js';
 import { runCli } from './helpers.js';
 
@@ -59,5 +59,22 @@ describe('rlm view on a batch results file', () => {
       child.kill('SIGINT');
     }
     expect(await exited).not.toBeNull();
+  });
+  it('follows a batch from its empty results file: the served page becomes the batch page once results arrive', async () => {
+    const growing = join(tempFolder('rlm-view-batch-follow-'), 'results.jsonl');
+    writeFileSync(growing, '');
+    const { url, child } = await serveView(growing, ['--follow']);
+    try {
+      expect(await (await fetch(url)).text()).toContain('<h1>rlm run');
+      const before = await (await fetch(`${url}version`)).text();
+      appendFileSync(growing, resultLine({ id: 'first', answer: 'first answer' }));
+      expect(await (await fetch(`${url}version`)).text()).not.toBe(before);
+      const page = await (await fetch(url)).text();
+      expect(page).toContain('<h1>rlm batch');
+      expect(page).toContain('first answer');
+      expect(page).toContain("fetch('/version')");
+    } finally {
+      child.kill('SIGINT');
+    }
   });
 });
