@@ -42,27 +42,38 @@ export function trajectoryFolderFor(outPath: string): string {
 function writeTrajectoryPages(tasks: TaskResult[], resultsPath: string, outPath: string, io: CommandIo): Map<TaskResult, string> {
   const folder = trajectoryFolderFor(outPath);
   const hrefs = new Map<TaskResult, string>();
-  const unreadable: string[] = [];
+  // Per log read: its link, or why it could not be read. Tasks sharing a log share its page.
+  const pages = new Map<string, { href: string } | { problem: string }>();
   const taken = new Set<string>();
   for (const task of tasks) {
     if (task.logPath === undefined) continue;
     const logPath = resolveLogPath(task.logPath, resultsPath);
-    let log: string;
-    try {
-      log = readFileSync(logPath, 'utf8');
-    } catch (error) {
-      unreadable.push(`${task.logPath} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
-      continue;
+    let page = pages.get(logPath);
+    if (!page) {
+      page = writeTrajectoryPage(logPath, folder, taken, outPath);
+      pages.set(logPath, page);
     }
-    if (taken.size === 0) createFolder(folder);
-    const pagePath = join(folder, uniqueName(basename(pagePathFor(logPath)), taken));
-    writePage(pagePath, renderPage(readRunLog(log), basename(logPath)));
-    hrefs.set(task, relative(dirname(outPath), pagePath).split(sep).map(encodeURIComponent).join('/'));
+    if ('href' in page) hrefs.set(task, page.href);
   }
+  const unreadable = [...pages.values()].flatMap((page) => ('problem' in page ? [page.problem] : []));
   if (unreadable.length) {
     io.stderr.write(`rlm: ${unreadable.length} trajectory log${unreadable.length === 1 ? '' : 's'} could not be read, so ${unreadable.length === 1 ? 'its task has' : 'their tasks have'} no link: ${unreadable.slice(0, 3).join(', ')}${unreadable.length > 3 ? ', …' : ''}\n`);
   }
   return hrefs;
+}
+
+/** Renders one log into `folder`; the link to it from the batch page, or a problem naming why the log could not be read. */
+function writeTrajectoryPage(logPath: string, folder: string, taken: Set<string>, outPath: string): { href: string } | { problem: string } {
+  let log: string;
+  try {
+    log = readFileSync(logPath, 'utf8');
+  } catch (error) {
+    return { problem: `${logPath} (${(error as NodeJS.ErrnoException).code ?? String(error)})` };
+  }
+  if (taken.size === 0) createFolder(folder);
+  const pagePath = join(folder, uniqueName(basename(pagePathFor(logPath)), taken));
+  writePage(pagePath, renderPage(readRunLog(log), basename(logPath)));
+  return { href: relative(dirname(outPath), pagePath).split(sep).map(encodeURIComponent).join('/') };
 }
 
 function createFolder(folder: string): void {

@@ -9,7 +9,7 @@ import { escape, seconds, THEME_STYLE } from './html.js';
 
 /** Answers in the table are cut to this many characters; the cell's tooltip holds more. */
 const EXCERPT_CHARS = 160;
-const TOOLTIP_CHARS = 2_000;
+const TOOLTIP_CHARS = 500;
 const HISTOGRAM_BINS = 10;
 
 export interface BatchPageOptions {
@@ -156,8 +156,9 @@ function renderRow(task: TaskResult, href: string | undefined): string {
 }
 
 function excerpt(text: string): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length > EXCERPT_CHARS ? `${line.slice(0, EXCERPT_CHARS)}…` : line;
+  // Only the start is shown: folding the whitespace of a whole long answer would be wasted work.
+  const line = text.slice(0, EXCERPT_CHARS * 4).replace(/\s+/g, ' ').trim();
+  return line.length > EXCERPT_CHARS || text.length > EXCERPT_CHARS * 4 ? `${line.slice(0, EXCERPT_CHARS)}…` : line;
 }
 
 function usd(value: number | undefined): string {

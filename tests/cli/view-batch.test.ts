@@ -1,7 +1,7 @@
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { batchWithTrajectories, resultLine, serveView } from '../view/helpers.js';
+import { batchWithTrajectories, loggedRun, resultLine, serveView } from '../view/helpers.js';
 import { tempFolder } from '../temp-folder.js';
 import { runCli } from './helpers.js';
 
@@ -32,6 +32,17 @@ describe('rlm view on a batch results file', () => {
     expect(beta).toBe('results-trajectories/beta.html');
     expect(readFileSync(join(dirname(pagePath), alpha), 'utf8')).toContain('Alpha question?');
     expect(readFileSync(join(dirname(pagePath), beta), 'utf8')).toContain('Beta question?');
+  });
+
+  it('renders a log that several tasks name once, and links them all to it', async () => {
+    const folder = tempFolder('rlm-view-batch-shared-');
+    const log = (await loggedRun('Shared question?')).path;
+    const shared = join(folder, 'shared.jsonl');
+    writeFileSync(shared, resultLine({ id: 'one', log_path: log }) + resultLine({ id: 'two', log_path: log }));
+    expect((await runCli(['view', shared])).code).toBe(0);
+    const page = readFileSync(join(folder, 'shared.html'), 'utf8');
+    expect(hrefOf(page, 'two')).toBe(hrefOf(page, 'one'));
+    expect(readdirSync(join(folder, 'shared-trajectories'))).toHaveLength(1);
   });
 
   it('links from wherever --out puts the page', async () => {

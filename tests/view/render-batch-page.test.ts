@@ -67,6 +67,9 @@ describe('renderBatchPage', () => {
     // The answer is cut in the cell; its start is in the tooltip.
     expect(rows[1]).toContain(`>${'x'.repeat(160)}…</td>`);
     expect(page).toContain('<span id="shown" class="hint">2 of 2 tasks</span>');
+    // A long answer whose start is all whitespace is still marked as cut.
+    const spaced = renderBatchPage(readBatchResults(resultLine({ id: 's', answer: `${' '.repeat(1000)}tail` })), noLinks);
+    expect(spaced).toMatch(/<td class="answer" title="[^"]*">…<\/td>/);
   });
 
   it('says when lines could not be read or the last one was cut off', () => {
