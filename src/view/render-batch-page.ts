@@ -88,18 +88,20 @@ function renderNotes(results: BatchResults): string {
 function renderCharts(tasks: TaskResult[]): string {
   const values = (pick: (task: TaskResult) => number | null | undefined) => tasks.map(pick).filter((value): value is number => typeof value === 'number');
   const charts = [
-    chart('score', 'Score', values((task) => task.score), percent),
-    chart('cost', 'Cost', values((task) => task.costUsd), usd),
-    chart('duration', 'Duration', values((task) => task.durationMs), seconds),
+    // Scores are fractions: on 0 to 1, all-correct and all-wrong batches do not look alike.
+    histogram('score', 'Score', values((task) => task.score), percent, [0, 1]),
+    histogram('cost', 'Cost', values((task) => task.costUsd), usd),
+    histogram('duration', 'Duration', values((task) => task.durationMs), seconds),
   ].filter(Boolean);
   return charts.length ? `<section class="charts">${charts.join('\n')}</section>` : '';
 }
 
-/** A histogram as inline SVG: equal-width bins from the lowest value to the highest. */
-function chart(id: string, label: string, values: number[], format: (value: number) => string): string {
+/** A histogram as inline SVG: equal-width bins over `domain` widened to hold every value (default: from the lowest value to the highest). */
+export function histogram(id: string, label: string, values: number[], format: (value: number) => string, domain?: [number, number]): string {
   if (values.length === 0) return '';
-  const low = Math.min(...values);
-  const high = Math.max(...values);
+  // reduce, not Math.min(...values): a spread of a few hundred thousand values overflows the stack.
+  const low = values.reduce((lowest, value) => Math.min(lowest, value), domain?.[0] ?? Infinity);
+  const high = values.reduce((highest, value) => Math.max(highest, value), domain?.[1] ?? -Infinity);
   const bins = high === low ? 1 : HISTOGRAM_BINS;
   const counts = new Array<number>(bins).fill(0);
   for (const value of values) counts[Math.min(bins - 1, Math.floor(((value - low) / (high - low || 1)) * bins))]! += 1;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readBatchResults } from '../../src/view/batch-results.js';
-import { renderBatchPage } from '../../src/view/render-batch-page.js';
+import { histogram, renderBatchPage } from '../../src/view/render-batch-page.js';
 import { resultLine } from './helpers.js';
 
 const hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">';
@@ -53,6 +53,18 @@ describe('renderBatchPage', () => {
     const duration = page.slice(page.indexOf('id="chart-duration"'), page.indexOf('</figure>', page.indexOf('id="chart-duration"')));
     expect(duration.match(/<rect /g)).toHaveLength(1);
     expect(duration).toContain('10 tasks');
+    // Scores are charted on 0 to 1 however they fall: all correct is one bar at the right end.
+    const correct = renderBatchPage(readBatchResults(resultLine({ id: 'a', score: 1 }) + resultLine({ id: 'b', score: 1 })), noLinks);
+    const score = correct.slice(correct.indexOf('id="chart-score"'), correct.indexOf('</figure>', correct.indexOf('id="chart-score"')));
+    expect(score.match(/<rect /g)).toHaveLength(10);
+    expect(score).toContain('<title>90.0% – 100.0%: 2 tasks</title>');
+    expect(score).toContain('<title>0.0% – 10.0%: 0 tasks</title>');
+  });
+
+  it('charts a batch of hundreds of thousands of tasks without overflowing the stack', () => {
+    const svg = histogram('cost', 'Cost', Array.from({ length: 300_000 }, (_, index) => index), String);
+    expect(svg.match(/<rect /g)).toHaveLength(10);
+    expect(svg).toContain('<title>269999.1 – 299999: 30000 tasks</title>');
   });
 
   it('lists every task in a row with its numbers as sort values, linking the id to its trajectory where there is one', () => {
