@@ -13,9 +13,7 @@ import { EXIT, UsageError } from './usage-error.js';
 import { openInBrowser, pagePathFor, writePage, type ViewFlags } from './view-pages.js';
 
 /** Writes the batch page (and the trajectory pages it links to) and prints its path. */
-export async function writeBatchPage(resultsPath: string, text: string, flags: ViewFlags, io: CommandIo): Promise<number> {
-  const results = readBatchResults(text);
-  reportBatchProblems(results, io);
+export async function writeBatchPage(resultsPath: string, results: BatchResults, flags: ViewFlags, io: CommandIo): Promise<number> {
   const outPath = flags.out ?? pagePathFor(resultsPath);
   const hrefs = writeTrajectoryPages(results.tasks, resultsPath, outPath, io);
   writePage(outPath, renderBatchPage(results, { title: basename(resultsPath), trajectoryHref: (task) => hrefs.get(task) }));
@@ -25,12 +23,12 @@ export async function writeBatchPage(resultsPath: string, text: string, flags: V
 }
 
 export function reportBatchProblems(results: BatchResults, io: CommandIo): void {
-  if (results.tornLastLine) io.stderr.write('rlm: the last line of the results is cut off (the batch stopped while writing it): that task is left out.\n');
+  if (results.tornLastLine) io.stderr.write('rlm: the last line of the results is cut off (the batch stopped while writing it, or is still writing): that line is left out.\n');
   for (const problem of results.problems) io.stderr.write(`rlm: skipped ${problem}\n`);
 }
 
 /** `<page>-trajectories/`, next to the batch page. */
-export function trajectoryFolderFor(outPath: string): string {
+function trajectoryFolderFor(outPath: string): string {
   return outPath.replace(/\.html?$/, '') + '-trajectories';
 }
 

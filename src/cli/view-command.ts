@@ -17,11 +17,11 @@ import { openInBrowser, pagePathFor, servePages, writePage, type ViewFlags } fro
 export async function viewCommand(logPath: string, flags: ViewFlags, io: CommandIo): Promise<number> {
   if (flags.follow && !flags.serve) throw new UsageError('--follow updates a served page: use it with --serve.');
   const text = readViewedFile(logPath);
-  const isBatch = isBatchResults(text);
-  if (isBatch) reportBatchProblems(readBatchResults(text), io);
+  const results = isBatchResults(text) ? readBatchResults(text) : undefined;
+  if (results) reportBatchProblems(results, io);
   else reportProblems(readLog(text, logPath, Boolean(flags.follow)), io);
   if (flags.serve) return servePages(logPath, (url) => routeViewed(url, logPath), flags, io);
-  if (isBatch) return writeBatchPage(logPath, text, flags, io);
+  if (results) return writeBatchPage(logPath, results, flags, io);
   const outPath = flags.out ?? pagePathFor(logPath);
   writePage(outPath, renderPage(readRunLog(text), basename(logPath)));
   io.stdout.write(`${outPath}\n`);

@@ -81,7 +81,7 @@ function renderNotes(results: BatchResults): string {
   const problems = results.problems.length
     ? `<section class="problems"><h2>Lines that could not be read</h2><ul>${results.problems.map((problem) => `<li>${escape(problem)}</li>`).join('')}</ul></section>`
     : '';
-  const torn = results.tornLastLine ? '<p class="problems" id="torn-line">The last line was cut off (the batch stopped while writing it): that task is left out.</p>' : '';
+  const torn = results.tornLastLine ? '<p class="problems" id="torn-line">The last line was cut off (the batch stopped while writing it, or is still writing): that line is left out.</p>' : '';
   return problems + torn;
 }
 

@@ -45,6 +45,18 @@ describe('rlm view on a batch results file', () => {
     expect(readdirSync(join(folder, 'shared-trajectories'))).toHaveLength(1);
   });
 
+  it('says once that the last line is cut off, and shows the rest', async () => {
+    const folder = tempFolder('rlm-view-batch-torn-');
+    const torn = join(folder, 'torn.jsonl');
+    writeFileSync(torn, resultLine({ id: 'kept', answer: 'whole' }) + resultLine({ id: 'cut' }).slice(0, 30));
+    const result = await runCli(['view', torn]);
+    expect(result).toMatchObject({ code: 0, stderr: 'rlm: the last line of the results is cut off (the batch stopped while writing it, or is still writing): that line is left out.\n' });
+    const page = readFileSync(join(folder, 'torn.html'), 'utf8');
+    expect(page).toContain('<td class="id">kept</td>');
+    expect(page).not.toContain('<td class="id">cut</td>');
+    expect(page).toContain('id="torn-line"');
+  });
+
   it('links from wherever --out puts the page', async () => {
     const out = join(tempFolder('rlm-view-batch-out-'), 'report.html');
     const result = await runCli(['view', resultsPath, '--out', out]);
