@@ -10,7 +10,7 @@ import type { CommandIo } from './io.js';
 import type { RunFlags } from './run-command.js';
 import { addRunOptionFlags, collect, number, port } from './run-options.js';
 import type { ServeFlags } from './serve-command.js';
-import type { ViewFlags } from './view-command.js';
+import type { ViewFlags } from './view-pages.js';
 import type { McpFlags } from './mcp-command.js';
 import type { FakeServerFlags } from './fake-server-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
@@ -96,9 +96,9 @@ function addMcpCommand(program: Command, io: CommandIo, setExitCode: SetExitCode
 function addViewCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
   program
     .command('view')
-    .description('turn a run log (--log-dir) into one self-contained HTML page')
-    .argument('<log.jsonl>', 'a trajectory written by rlm run --log-dir, or by the reference RLM logger')
-    .option('--out <file>', 'where to write the page (default: the log path with .html)')
+    .description('turn a run log (--log-dir), or the results of rlm batch, into one self-contained HTML page')
+    .argument('<log.jsonl>', 'a trajectory written by rlm run --log-dir or by the reference RLM logger, or a results file of rlm batch')
+    .option('--out <file>', 'where to write the page (default: the log path with .html); a batch page gets its trajectory pages in <page>-trajectories/')
     .option('--serve', 'serve the page on 127.0.0.1 instead, and print its URL')
     .option('--follow', 'with --serve: update the page while the run is still writing the log')
     .option('--port <n>', 'with --serve: the port (default: any free port)', port)

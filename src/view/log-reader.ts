@@ -3,6 +3,8 @@
 // cannot read is listed in `problems`, and a log cut off mid-line (a crash, a run still writing)
 // is read up to there.
 
+import { list, object, optionalNumber, optionalText, text } from './json-values.js';
+
 export interface RunLog {
   metadata: LogMetadata | undefined;
   iterations: IterationView[];
@@ -227,26 +229,6 @@ function readToolCall(value: unknown): ToolCallView {
     error: optionalText(call.error),
     durationMs: seconds(call.execution_time),
   };
-}
-
-function object(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-}
-
-function list(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
-}
-
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : value === undefined || value === null ? '' : JSON.stringify(value);
-}
-
-function optionalText(value: unknown): string | undefined {
-  return value === undefined || value === null ? undefined : text(value);
-}
-
-function optionalNumber(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
 }
 
 /** The logs keep durations in seconds, as the reference logger does. */

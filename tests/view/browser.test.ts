@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { readRunLog } from '../../src/view/log-reader.js';
 import { renderPage } from '../../src/view/render-page.js';
-import { iterationLine, loggedRun, serveView, structuredRun } from './helpers.js';
+import { runCli } from '../cli/helpers.js';
+import { tempFolder } from '../temp-folder.js';
+import { batchWithTrajectories, iterationLine, loggedRun, serveView, structuredRun } from './helpers.js';
 
 const browserPath = process.env.CHROMIUM_PATH ?? findOnPath(['chromium', 'chromium-browser', 'google-chrome']);
 const artifacts = join(packageRoot(), 'test-artifacts');
@@ -122,6 +124,65 @@ describe.skipIf(!browserPath)('the viewer page in Chromium', () => {
       appendFileSync(logPath, `${JSON.stringify({ type: 'run_end', status: 'completed', answer: 'all there' })}\n`);
       await page.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 10_000 });
       await expect(page.locator('#answer pre').innerText()).resolves.toBe('all there');
+    } finally {
+      child.kill('SIGINT');
+    }
+  });
+  it('sorts and filters the batch table, and opens a task\'s trajectory from its row, written and served', async () => {
+    const folder = tempFolder('rlm-view-batch-browser-');
+    const { resultsPath } = await batchWithTrajectories(folder);
+    const written = await runCli(['view', resultsPath, '--out', join(artifacts, 'batch.html')]);
+    expect(written.code).toBe(0);
+    const page = await browser.newPage();
+    const requested: string[] = [];
+    page.on('request', (request) => requested.push(request.url()));
+    const scriptErrors: string[] = [];
+    page.on('pageerror', (error) => scriptErrors.push(error.message));
+    await page.goto(pathToFileURL(written.stdout.trim()).href);
+    const ids = () => page.locator('#tasks tbody tr:not([hidden]) td.id').allInnerTexts();
+    await expect(ids()).resolves.toEqual(['alpha', 'beta', 'gamma', 'delta', 'epsilon']);
+
+    // Sorting by cost: ascending, then descending on a second click.
+    const cost = page.locator('#tasks th', { hasText: 'cost' }).locator('button');
+    await cost.click();
+    await expect(ids()).resolves.toEqual(['gamma', 'delta', 'alpha', 'epsilon', 'beta']);
+    await cost.click();
+    await expect(ids()).resolves.toEqual(['beta', 'epsilon', 'alpha', 'delta', 'gamma']);
+    await expect(page.locator('#tasks th', { hasText: 'cost' }).getAttribute('aria-sort')).resolves.toBe('descending');
+    // Tasks without a score sort last either way.
+    await page.locator('#tasks th', { hasText: 'score' }).locator('button').click();
+    await expect(ids()).resolves.toEqual(['gamma', 'alpha', 'beta', 'epsilon', 'delta']);
+
+    // Filtering by text (in the answers too) and by status, together.
+    await page.keyboard.press('/');
+    await page.keyboard.type('BATCH REQ');
+    await expect(ids()).resolves.toEqual(['delta']);
+    await expect(page.locator('#shown').innerText()).resolves.toBe('1 of 5 tasks');
+    await page.locator('#filter').fill('');
+    await page.locator('#status-filter').selectOption('failed');
+    await expect(ids()).resolves.toEqual(['beta']);
+    await page.locator('#filter').fill('gamma');
+    await expect(ids()).resolves.toEqual([]);
+    await page.locator('#status-filter').selectOption('');
+    await expect(ids()).resolves.toEqual(['gamma']);
+    await page.screenshot({ path: join(artifacts, 'batch.png'), fullPage: true });
+
+    // A row's link opens the task's trajectory page.
+    await page.locator('#filter').fill('');
+    await page.locator('#tasks a', { hasText: 'alpha' }).click();
+    await page.waitForURL(/batch-trajectories\/rlm_[\w-]+\.html$/);
+    await expect(page.locator('#answer pre').innerText()).resolves.toBe('all done');
+    await expect(page.locator('.question pre').innerText()).resolves.toBe('Alpha question?');
+    expect(scriptErrors).toEqual([]);
+    expect(requested.filter((url) => !url.startsWith('file://'))).toEqual([]);
+
+    // Served, the same link renders the trajectory on request.
+    const { url, child } = await serveView(resultsPath);
+    try {
+      await page.goto(url);
+      await page.locator('#tasks a', { hasText: 'beta' }).click();
+      await page.waitForURL(/\/trajectory\?id=beta$/);
+      await expect(page.locator('.question pre').innerText()).resolves.toBe('Beta question?');
     } finally {
       child.kill('SIGINT');
     }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { defineTool, RLM } from '../../src/index.js';
 import { BIN } from '../cli/helpers.js';
@@ -59,4 +60,49 @@ export async function structuredRun(): Promise<{ path: string; text: string }> {
   const { languageModel } = models([repl('FINAL({ parties: "none" })'), 'FINAL({parties: [], effective: "x"})', repl(`FINAL(${JSON.stringify(contractAnswer)})`)]);
   const result = await new RLM({ model: 'root', languageModel, logDir }).completion({ context: 'a contract', query: 'Who signed?', output });
   return { path: result.logPath!, text: readFileSync(result.logPath!, 'utf8') };
+}
+
+/** One line of a batch results file in rlm's shape: a completed one-iteration task unless `fields` say otherwise (undefined drops a field). */
+export function resultLine(fields: Record<string, unknown>): string {
+  const usage = { byModel: { root: { calls: 1, inputTokens: 50, outputTokens: 5, costUsd: 0.001 } }, calls: 1, inputTokens: 50, outputTokens: 5, costUsd: 0.001, costComplete: true };
+  return `${JSON.stringify({ status: 'completed', answer: 'ok', usage, cost_usd: 0.001, iterations: 1, forced: false, duration_ms: 100, attempts: 1, ...fields })}\n`;
+}
+
+/** One line of a batch results file in the OpenAI Batch output shape, for a completed request. */
+export function openAiResultLine(options: { id: string; answer?: string; cost?: number; iterations?: number; forced?: boolean; extension?: Record<string, unknown> }): string {
+  const body = {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1,
+    model: 'rlm-model',
+    choices: [{ index: 0, message: { role: 'assistant', content: options.answer ?? 'ok', refusal: null }, finish_reason: options.forced ? 'length' : 'stop', logprobs: null }],
+    usage: { prompt_tokens: 120, completion_tokens: 8, total_tokens: 128 },
+    rlm: { forced: options.forced ?? false, iterations: options.iterations ?? 1, cost_usd: options.cost ?? 0.001, ...options.extension },
+  };
+  return `${JSON.stringify({ id: `batch_req_${options.id}`, custom_id: options.id, response: { status_code: 200, request_id: `req_${options.id}`, body }, error: null })}\n`;
+}
+
+/**
+ * A results file whose tasks point at real trajectories: `alpha` at an absolute log path, `beta`
+ * (failed) at a path relative to the results file, `gamma` at none, `delta` in the OpenAI Batch
+ * shape, `epsilon` at a log that is gone.
+ */
+export async function batchWithTrajectories(folder: string): Promise<{ resultsPath: string; alphaLog: string; betaLog: string }> {
+  const alphaLog = (await loggedRun('Alpha question?')).path;
+  const betaText = (await loggedRun('Beta question?')).text;
+  mkdirSync(join(folder, 'runs'), { recursive: true });
+  const betaLog = join(folder, 'runs', 'beta.jsonl');
+  writeFileSync(betaLog, betaText);
+  const resultsPath = join(folder, 'results.jsonl');
+  writeFileSync(
+    resultsPath,
+    [
+      resultLine({ id: 'alpha', answer: 'all done', score: 1, cost_usd: 0.03, duration_ms: 3000, iterations: 2, log_path: alphaLog }),
+      resultLine({ id: 'beta', status: 'failed', answer: undefined, partial_answer: 'half', error: { code: 'max_budget', message: 'The budget is spent.' }, cost_usd: 0.05, duration_ms: 1000, iterations: 5, log_path: 'runs/beta.jsonl' }),
+      resultLine({ id: 'gamma', answer: 'no log here', score: 0, cost_usd: 0.01, duration_ms: 2000, iterations: 1 }),
+      openAiResultLine({ id: 'delta', answer: 'from a batch request', cost: 0.02, iterations: 3 }),
+      resultLine({ id: 'epsilon', answer: 'log gone', cost_usd: 0.04, duration_ms: 500, log_path: join(folder, 'runs', 'gone.jsonl') }),
+    ].join(''),
+  );
+  return { resultsPath, alphaLog, betaLog };
 }
