@@ -164,6 +164,20 @@ describe('runBatch', () => {
     for (const entry of otherAfter) expect(entry.at - rateLimitedAt!).toBeGreaterThanOrEqual(RETRY_AFTER_S * 900);
   });
 
+  it('makes every task share one request limit per model (maxConcurrency)', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const server = await upstream(async (request) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      inFlight--;
+      return rlmStrategyReply(request);
+    });
+    const summary = await runBatch({ model: 'fake-rlm', baseURL: server.baseURL, tasks: needleLines(4), concurrency: 4, maxConcurrency: 1 });
+    expect(summary.completed).toBe(4);
+    expect(most).toBe(1);
+  });
+
   it('ignores a torn last line of the results file and appends after it cleanly', async () => {
     const server = await upstream();
     const out = join(tempFolder('rlm-batch-'), 'results.jsonl');
