@@ -100,7 +100,7 @@ class BatchRun {
   async run(): Promise<BatchResult> {
     const { tasks, out } = this.#options;
     // An array is checked whole (lines, models, prices) before any model call.
-    const source = Symbol.iterator in tasks ? eachOf(this.#checkAll([...tasks])) : this.#checkEach(tasks);
+    const source = Symbol.iterator in tasks ? eachOf(await this.#checkAll([...tasks])) : this.#checkEach(tasks);
     if (out) {
       this.#previous = readResults(out);
       this.#results = new ResultsFile(out);
@@ -117,9 +117,13 @@ class BatchRun {
     return { ...summarize(records, this.#ids.length, this.#scoredIds), stoppedBy: this.#stoppedBy };
   }
 
-  #checkAll(lines: (TaskLine | BatchTask)[]): BatchTask[] {
+  /** Checks every task, and builds and prepares each RLM they need (models, prices, setup files, tools). */
+  async #checkAll(lines: (TaskLine | BatchTask)[]): Promise<BatchTask[]> {
     const tasks = lines.map((line, index) => this.#checked(line, index));
     for (const task of tasks) this.#rlmFor(task);
+    for (const rlm of this.#rlms.values()) {
+      for (const warning of (await rlm.prepare()).warnings) this.#options.onEvent?.({ type: 'notice', id: '', text: warning });
+    }
     return tasks;
   }
 
