@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { runBatchBench } from './batch.js';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
 import { runSandboxBench } from './sandbox.js';
@@ -18,6 +19,7 @@ const benches: Record<string, () => Promise<void>> = {
   engine: runEngineBench,
   server: runServerBench,
   soak: runSoakBench,
+  batch: runBatchBench,
   viewer: runViewerBench,
 };
 const chosen = process.argv.slice(2);
