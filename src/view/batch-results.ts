@@ -96,47 +96,48 @@ function readRlmLine(entry: Record<string, unknown>): TaskResult | undefined {
     partialAnswer: optionalText(entry.partial_answer),
     error: readError(entry.error),
     score: readScore(entry.score),
-    costUsd: optionalNumber(entry.cost_usd) ?? optionalNumber(usage?.costUsd) ?? null,
+    costUsd: optionalNumber(entry.cost_usd) ?? null,
     durationMs: optionalNumber(entry.duration_ms),
     iterations: optionalNumber(entry.iterations),
     forced: entry.forced === true,
     logPath: optionalText(entry.log_path),
     attempts: optionalNumber(entry.attempts),
-    usageByModel: readUsageByModel(usage?.byModel),
+    usageByModel: readUsageByModel(usage?.by_model),
     shape: 'rlm',
   };
 }
 
 /**
- * `{ id, custom_id, response: { status_code, body }, error }`: the body is a chat.completion with
- * rlm's extension object (forced, iterations, cost_usd, and what else the batch adds to it).
+ * `{ id, custom_id, response: { status_code, body }, error }`. `rlm batch` adds its whole record
+ * (status, score, usage, log path, ...) as `rlm`: read that when it is there. A file from elsewhere
+ * (OpenAI's own batch output) has only the response: the body is a chat.completion.
  */
 function readOpenAiLine(entry: Record<string, unknown>): TaskResult {
+  const record = object(entry.rlm);
+  if (record) return { ...readRlmLine({ ...record, id: entry.custom_id })!, shape: 'openai' };
   const response = object(entry.response);
   const body = object(response?.body);
-  const extension = object(body?.rlm) ?? {};
   const statusCode = optionalNumber(response?.status_code);
   const error = readError(entry.error) ?? readError(body?.error);
   const completed = !error && body !== undefined && (statusCode === undefined || (statusCode >= 200 && statusCode < 300));
   const message = object(object(list(body?.choices)[0])?.message);
   const usage = object(body?.usage);
   const model = optionalText(body?.model) ?? 'model';
-  const costUsd = optionalNumber(extension.cost_usd) ?? null;
   return {
     id: text(entry.custom_id),
     status: completed ? 'completed' : 'failed',
     answer: optionalText(message?.content),
     partialAnswer: undefined,
     error: error ?? (completed ? undefined : { code: statusCode === undefined ? 'no_response' : `http_${statusCode}`, message: 'The request has no completion.' }),
-    score: readScore(extension.score),
-    costUsd,
-    durationMs: optionalNumber(extension.duration_ms),
-    iterations: optionalNumber(extension.iterations),
-    forced: extension.forced === true,
-    logPath: optionalText(extension.log_path),
-    attempts: optionalNumber(extension.attempts),
+    score: undefined,
+    costUsd: null,
+    durationMs: undefined,
+    iterations: undefined,
+    forced: false,
+    logPath: undefined,
+    attempts: undefined,
     usageByModel: usage
-      ? Object.fromEntries([[model, { calls: 1, inputTokens: optionalNumber(usage.prompt_tokens) ?? 0, outputTokens: optionalNumber(usage.completion_tokens) ?? 0, costUsd }]])
+      ? Object.fromEntries([[model, { calls: 1, inputTokens: optionalNumber(usage.prompt_tokens) ?? 0, outputTokens: optionalNumber(usage.completion_tokens) ?? 0, costUsd: null }]])
       : {},
     shape: 'openai',
   };
@@ -160,9 +161,9 @@ function readUsageByModel(value: unknown): Record<string, ModelTokens> {
       const counts = object(usage) ?? {};
       const tokens: ModelTokens = {
         calls: optionalNumber(counts.calls) ?? 0,
-        inputTokens: optionalNumber(counts.inputTokens) ?? 0,
-        outputTokens: optionalNumber(counts.outputTokens) ?? 0,
-        costUsd: optionalNumber(counts.costUsd) ?? null,
+        inputTokens: optionalNumber(counts.input_tokens) ?? 0,
+        outputTokens: optionalNumber(counts.output_tokens) ?? 0,
+        costUsd: optionalNumber(counts.cost_usd) ?? null,
       };
       return [model, tokens];
     }),

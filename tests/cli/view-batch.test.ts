@@ -2,6 +2,9 @@ import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } 
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { batchWithTrajectories, loggedRun, resultLine, serveView } from '../view/helpers.js';
+import { readResults } from '../../src/index.js';
+import { rlmStrategyReply, startFakeOpenAIServer } from '../../src/testing.js';
+import { mixedTasksFile } from '../batch/helpers.js';
 import { tempFolder } from '../temp-folder.js';
 import { runCli } from './helpers.js';
 
@@ -98,6 +101,31 @@ describe('rlm view on a batch results file', () => {
       expect(page).toContain("fetch('/version')");
     } finally {
       child.kill('SIGINT');
+    }
+  });
+});
+
+describe('rlm view on what rlm batch wrote', () => {
+  it('shows each task with its trajectory link and the tokens per model of the results file, in both line shapes', async () => {
+    const folder = tempFolder('rlm-view-real-batch-');
+    const server = await startFakeOpenAIServer({ reply: rlmStrategyReply });
+    try {
+      const { path } = mixedTasksFile(folder, 4);
+      const out = join(folder, 'results.jsonl');
+      const batch = await runCli(['batch', path, '--out', out, '--base-url', server.baseURL, '--model', 'fake-rlm', '--log-dir', join(folder, 'logs'), '--quiet']);
+      expect(batch.code).toBe(0);
+      const records = readResults(out);
+      const view = await runCli(['view', out]);
+      expect(view).toMatchObject({ code: 0, stderr: '' });
+      const page = readFileSync(out.replace(/\.jsonl$/, '.html'), 'utf8');
+      // t3 is an OpenAI Batch line: its record rides along in the line, log path included.
+      for (const id of ['t0', 't1', 't2', 't3']) expect(page).toMatch(new RegExp(`<td class="id"><a href="results-trajectories/[^"]+\\.html">${id}</a>`));
+      const calls = [...records.values()].reduce((total, record) => total + record.usage.by_model['fake-rlm']!.calls, 0);
+      const inputTokens = [...records.values()].reduce((total, record) => total + record.usage.by_model['fake-rlm']!.input_tokens, 0);
+      expect(calls).toBeGreaterThan(4);
+      expect(page).toContain(`<tr><td>fake-rlm</td><td>${calls}</td><td>${inputTokens.toLocaleString('en-US')}</td>`);
+    } finally {
+      await server.close();
     }
   });
 });

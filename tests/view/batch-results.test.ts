@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isBatchResults, readBatchResults, summarizeBatch } from '../../src/view/batch-results.js';
-import { openAiResultLine, resultLine } from './helpers.js';
+import { openAiResultLine, resultLine, taskUsage } from './helpers.js';
 
 describe('isBatchResults', () => {
   it('tells a results file from a trajectory by its first JSON object line', () => {
@@ -46,30 +46,33 @@ describe('readBatchResults', () => {
   });
 
   it('reads the fields of rlm result lines, with scores from booleans and numbers', () => {
-    const usage = { byModel: { root: { calls: 3, inputTokens: 100, outputTokens: 20, costUsd: 0.002 } }, calls: 3, inputTokens: 100, outputTokens: 20, costUsd: 0.002, costComplete: true };
+    const usage = taskUsage({ root: { calls: 3, input_tokens: 100, output_tokens: 20, cost_usd: 0.002 } });
     const [task, yes, no] = readBatchResults(
       resultLine({ id: 'n1', score: 0.5, usage, cost_usd: 0.002, iterations: 3, forced: true, duration_ms: 1500, log_path: 'runs/n1.jsonl' }) + resultLine({ id: 'n2', score: true }) + resultLine({ id: 'n3', score: false }),
     ).tasks;
-    expect(task).toMatchObject({ id: 'n1', score: 0.5, costUsd: 0.002, iterations: 3, forced: true, durationMs: 1500, logPath: 'runs/n1.jsonl', usageByModel: usage.byModel });
+    expect(task).toMatchObject({ id: 'n1', score: 0.5, costUsd: 0.002, iterations: 3, forced: true, durationMs: 1500, logPath: 'runs/n1.jsonl', usageByModel: { root: { calls: 3, inputTokens: 100, outputTokens: 20, costUsd: 0.002 } } });
     expect([yes!.score, no!.score]).toEqual([1, 0]);
   });
 
-  it('reads OpenAI Batch output lines: the completion, its usage, the rlm extension, and failures', () => {
+  it('reads OpenAI Batch output lines: the record rlm batch adds, else the completion and its usage, and failures', () => {
     const text =
-      openAiResultLine({ id: 'req-1', answer: 'forty-two', cost: 0.01, iterations: 4, forced: true }) +
+      openAiResultLine({ id: 'req-1', answer: 'forty-two', forced: true, record: { cost_usd: 0.01, iterations: 4, score: 1, log_path: 'runs/r1.jsonl' } }) +
+      openAiResultLine({ id: 'req-0', answer: 'from elsewhere' }) +
       JSON.stringify({ id: 'batch_req_2', custom_id: 'req-2', response: { status_code: 500, request_id: 'r2', body: { error: { message: 'The run failed: budget spent', type: 'server_error', code: 'max_budget' } } }, error: null }) +
       '\n' +
       JSON.stringify({ id: 'batch_req_3', custom_id: 'req-3', response: null, error: { code: 'batch_expired', message: 'not run' } }) +
       '\n';
-    const [done, failed, expired] = readBatchResults(text).tasks;
-    expect(done).toMatchObject({ id: 'req-1', status: 'completed', answer: 'forty-two', costUsd: 0.01, iterations: 4, forced: true, shape: 'openai' });
-    expect(done!.usageByModel).toEqual({ 'rlm-model': { calls: 1, inputTokens: 120, outputTokens: 8, costUsd: 0.01 } });
+    const [done, foreign, failed, expired] = readBatchResults(text).tasks;
+    expect(done).toMatchObject({ id: 'req-1', status: 'completed', answer: 'forty-two', costUsd: 0.01, iterations: 4, forced: true, score: 1, logPath: 'runs/r1.jsonl', shape: 'openai' });
+    expect(done!.usageByModel).toEqual({ root: { calls: 1, inputTokens: 50, outputTokens: 5, costUsd: 0.001 } });
+    expect(foreign).toMatchObject({ id: 'req-0', status: 'completed', answer: 'from elsewhere', costUsd: null, shape: 'openai' });
+    expect(foreign!.usageByModel).toEqual({ 'rlm-model': { calls: 1, inputTokens: 120, outputTokens: 8, costUsd: null } });
     expect(failed).toMatchObject({ id: 'req-2', status: 'failed', error: { code: 'max_budget', message: 'The run failed: budget spent' } });
     expect(expired).toMatchObject({ id: 'req-3', status: 'failed', error: { code: 'batch_expired', message: 'not run' } });
   });
 
   it('keeps a model named __proto__ as a model, not as a prototype', () => {
-    const usage = { byModel: JSON.parse('{"__proto__": {"calls": 1, "inputTokens": 5, "outputTokens": 1, "costUsd": null}}') };
+    const usage = { by_model: JSON.parse('{"__proto__": {"calls": 1, "input_tokens": 5, "output_tokens": 1, "cost_usd": null}}') };
     const [task] = readBatchResults(resultLine({ id: 'p', usage })).tasks;
     expect(Object.keys(task!.usageByModel)).toEqual(['__proto__']);
     expect(Object.getPrototypeOf(task!.usageByModel)).toBe(Object.prototype);
@@ -102,7 +105,7 @@ describe('summarizeBatch', () => {
   });
 
   it('adds tokens per model over the tasks, and leaves a cost unknown once a task has no price for it', () => {
-    const byModel = (costUsd: number | null) => ({ byModel: { root: { calls: 2, inputTokens: 10, outputTokens: 3, costUsd }, sub: { calls: 1, inputTokens: 4, outputTokens: 1, costUsd: 0.001 } } });
+    const byModel = (costUsd: number | null) => taskUsage({ root: { calls: 2, input_tokens: 10, output_tokens: 3, cost_usd: costUsd }, sub: { calls: 1, input_tokens: 4, output_tokens: 1, cost_usd: 0.001 } });
     const tasks = readBatchResults(resultLine({ id: 'a', usage: byModel(0.01), cost_usd: 0.011 }) + resultLine({ id: 'b', usage: byModel(null), cost_usd: null })).tasks;
     const summary = summarizeBatch(tasks);
     expect(summary.tokensByModel).toEqual({ root: { calls: 4, inputTokens: 20, outputTokens: 6, costUsd: null }, sub: { calls: 2, inputTokens: 8, outputTokens: 2, costUsd: 0.002 } });

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { defineTool, RLM } from '../../src/index.js';
+import { defineTool, RLM, type TaskUsage } from '../../src/index.js';
 import { BIN } from '../cli/helpers.js';
 import { models } from '../engine/helpers.js';
 import { repl } from '../repl.js';
@@ -62,24 +62,41 @@ export async function structuredRun(): Promise<{ path: string; text: string }> {
   return { path: result.logPath!, text: readFileSync(result.logPath!, 'utf8') };
 }
 
-/** One line of a batch results file in rlm's shape: a completed one-iteration task unless `fields` say otherwise (undefined drops a field). */
-export function resultLine(fields: Record<string, unknown>): string {
-  const usage = { byModel: { root: { calls: 1, inputTokens: 50, outputTokens: 5, costUsd: 0.001 } }, calls: 1, inputTokens: 50, outputTokens: 5, costUsd: 0.001, costComplete: true };
-  return `${JSON.stringify({ status: 'completed', answer: 'ok', usage, cost_usd: 0.001, iterations: 1, forced: false, duration_ms: 100, attempts: 1, ...fields })}\n`;
+/** The record of a completed one-iteration task, as `rlm batch` writes it; `fields` change it (undefined drops a field). */
+function taskRecord(fields: Record<string, unknown>): Record<string, unknown> {
+  const usage = taskUsage({ root: { calls: 1, input_tokens: 50, output_tokens: 5, cost_usd: 0.001 } });
+  return { status: 'completed', answer: 'ok', usage, cost_usd: 0.001, iterations: 1, forced: false, duration_ms: 100, attempts: 1, ...fields };
 }
 
-/** One line of a batch results file in the OpenAI Batch output shape, for a completed request. */
-export function openAiResultLine(options: { id: string; answer?: string; cost?: number; iterations?: number; forced?: boolean; extension?: Record<string, unknown> }): string {
+/** One line of a batch results file in rlm's shape. */
+export function resultLine(fields: Record<string, unknown>): string {
+  return `${JSON.stringify(taskRecord(fields))}\n`;
+}
+
+/** A task's `usage` as `rlm batch` writes it: the totals of its models. */
+export function taskUsage(byModel: TaskUsage['by_model']): TaskUsage {
+  const models = Object.values(byModel);
+  const sum = (field: 'calls' | 'input_tokens' | 'output_tokens') => models.reduce((total, model) => total + model[field], 0);
+  return { calls: sum('calls'), input_tokens: sum('input_tokens'), output_tokens: sum('output_tokens'), by_model: byModel };
+}
+
+/**
+ * One line in the OpenAI Batch output shape, for a completed request. With `record` it is what
+ * `rlm batch` writes (the task's record rides along as `rlm`); without, what OpenAI's own batches
+ * write: the response alone.
+ */
+export function openAiResultLine(options: { id: string; answer?: string; forced?: boolean; record?: Record<string, unknown> }): string {
+  const answer = options.answer ?? 'ok';
   const body = {
     id: 'chatcmpl-1',
     object: 'chat.completion',
     created: 1,
     model: 'rlm-model',
-    choices: [{ index: 0, message: { role: 'assistant', content: options.answer ?? 'ok', refusal: null }, finish_reason: options.forced ? 'length' : 'stop', logprobs: null }],
+    choices: [{ index: 0, message: { role: 'assistant', content: answer, refusal: null }, finish_reason: options.forced ? 'length' : 'stop', logprobs: null }],
     usage: { prompt_tokens: 120, completion_tokens: 8, total_tokens: 128 },
-    rlm: { forced: options.forced ?? false, iterations: options.iterations ?? 1, cost_usd: options.cost ?? 0.001, ...options.extension },
   };
-  return `${JSON.stringify({ id: `batch_req_${options.id}`, custom_id: options.id, response: { status_code: 200, request_id: `req_${options.id}`, body }, error: null })}\n`;
+  const rlm = options.record && { rlm: taskRecord({ answer, forced: options.forced ?? false, ...options.record }) };
+  return `${JSON.stringify({ id: `batch_req_${options.id}`, custom_id: options.id, response: { status_code: 200, request_id: `req_${options.id}`, body }, error: null, ...rlm })}\n`;
 }
 
 /**
@@ -100,7 +117,7 @@ export async function batchWithTrajectories(folder: string): Promise<{ resultsPa
       resultLine({ id: 'alpha', answer: 'all done', score: 1, cost_usd: 0.03, duration_ms: 3000, iterations: 2, log_path: alphaLog }),
       resultLine({ id: 'beta', status: 'failed', answer: undefined, partial_answer: 'half', error: { code: 'max_budget', message: 'The budget is spent.' }, cost_usd: 0.05, duration_ms: 1000, iterations: 5, log_path: 'runs/beta.jsonl' }),
       resultLine({ id: 'gamma', answer: 'no log here', score: 0, cost_usd: 0.01, duration_ms: 2000, iterations: 1 }),
-      openAiResultLine({ id: 'delta', answer: 'from a batch request', cost: 0.02, iterations: 3 }),
+      openAiResultLine({ id: 'delta', answer: 'from a batch request', record: { cost_usd: 0.02, iterations: 3 } }),
       resultLine({ id: 'epsilon', answer: 'log gone', cost_usd: 0.04, duration_ms: 500, log_path: join(folder, 'runs', 'gone.jsonl') }),
     ].join(''),
   );

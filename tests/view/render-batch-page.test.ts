@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readBatchResults } from '../../src/view/batch-results.js';
 import { histogram, renderBatchPage } from '../../src/view/render-batch-page.js';
-import { resultLine } from './helpers.js';
+import { resultLine, taskUsage } from './helpers.js';
 
 const hostile = '<script>alert(1)</script><img src=x onerror="alert(2)">';
 const noLinks = { title: 'results.jsonl', trajectoryHref: () => undefined };
@@ -9,7 +9,7 @@ const withoutTags = (html: string) => html.replace(/<[^>]*>/g, '');
 
 describe('renderBatchPage', () => {
   it('escapes every text of the results: ids, answers, errors, statuses, model names and the title', () => {
-    const usage = { byModel: { [hostile]: { calls: 1, inputTokens: 1, outputTokens: 1, costUsd: null } } };
+    const usage = taskUsage({ [hostile]: { calls: 1, input_tokens: 1, output_tokens: 1, cost_usd: null } });
     const text = resultLine({ id: hostile, answer: hostile, usage }) + resultLine({ id: 'b', status: hostile, error: { code: hostile, message: hostile } });
     const page = renderBatchPage(readBatchResults(text), { title: hostile, trajectoryHref: (task) => (task.id === 'b' ? `x" onclick="alert(3)` : undefined) });
     expect(page).not.toContain('<script>alert');
