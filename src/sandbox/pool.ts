@@ -16,8 +16,8 @@ export type Isolation = 'isolate' | 'process';
  * The worker processes sandboxes live in. Shared processes (`isolate` isolation) number at most
  * one per core; a run goes to the one hosting fewest runs, and a new process starts while every
  * running one is busy, so the next run finds it warm. A process is retired (takes no new runs,
- * ends once its last run has) after `runsPerWorker` runs or once its resident memory passes
- * `workerRecycleRssMb`. A process that stops is replaced at once.
+ * ends once its last run has) after a number of runs or once its resident memory passes a bound
+ * (see DEFAULTS.sandbox and setRecycling). A process that stops is replaced at once.
  *
  * `process` isolation keeps spare processes instead: starting Node and loading isolated-vm takes a
  * few hundred milliseconds, taking a warm process none. No worker ever keeps the host alive.
@@ -29,7 +29,14 @@ class SandboxPool {
   /** Most shared processes at once: one per core (the isolates' own threads do the computing). */
   private readonly maxShared = Math.max(1, Math.min(availableParallelism(), DEFAULTS.sandbox.maxWorkerProcesses));
 
+  private recycling: { runsPerWorker: number; rssMb: number } = { runsPerWorker: DEFAULTS.sandbox.runsPerWorker, rssMb: DEFAULTS.sandbox.workerRecycleRssMb };
+
   constructor(private spareCount: number) {}
+
+  /** Changes when shared processes are retired: after `runsPerWorker` runs, or past `rssMb` of resident memory. */
+  setRecycling(recycling: Partial<{ runsPerWorker: number; rssMb: number }>): void {
+    this.recycling = { ...this.recycling, ...recycling };
+  }
 
   /** A handle on a fresh isolate (its process may still be starting): send it `init` first. */
   open(isolation: Isolation): IsolateHandle {
@@ -102,7 +109,7 @@ class SandboxPool {
 
   private retireIfWorn(worker: WorkerProcess): void {
     const rssMb = worker.pid === undefined ? undefined : readResidentMemoryMb(worker.pid);
-    const worn = worker.runsStarted >= DEFAULTS.sandbox.runsPerWorker || (rssMb !== undefined && rssMb > DEFAULTS.sandbox.workerRecycleRssMb);
+    const worn = worker.runsStarted >= this.recycling.runsPerWorker || (rssMb !== undefined && rssMb > this.recycling.rssMb);
     if (!worn || !this.forget(worker)) return;
     this.startShared();
     if (worker.runCount === 0) void worker.stop();
