@@ -5,6 +5,7 @@ import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
+import { runPoolBench } from './pool.js';
 import { runSandboxBench } from './sandbox.js';
 import { runServerBench } from './server.js';
 import { runSoakBench } from './soak.js';
@@ -14,6 +15,7 @@ import { runViewerBench } from './viewer.js';
 const benches: Record<string, () => Promise<void>> = {
   startup: runStartupBench,
   sandbox: runSandboxBench,
+  pool: runPoolBench,
   lm: runLmBench,
   engine: runEngineBench,
   server: runServerBench,

@@ -88,13 +88,14 @@ export class RunIsolate {
   }
 
   /** Installs the prelude with this run's own host references. */
-  static async install(prepared: PreparedIsolate, options: { send: (event: RunEvent) => void; hostCallLimits: HostCallLimits }): Promise<RunIsolate> {
+  static install(prepared: PreparedIsolate, options: { send: (event: RunEvent) => void; hostCallLimits: HostCallLimits }): RunIsolate {
     let run: RunIsolate | undefined;
     // The references reach `run` only once it exists; model code cannot call them before install returns.
     const hosts = [new ivm.Reference((request: string) => run!.#hostCall(request)), new ivm.Reference((request: string) => run!.#hostCallAsync(request))];
-    const controllerRef = (await prepared.install.apply(undefined, [...hosts, JSON.stringify(options.hostCallLimits)], {
+    // Prelude code only, no model code yet: quick enough for this thread (see #runBlock).
+    const controllerRef = prepared.install.applySync(undefined, [...hosts, JSON.stringify(options.hostCallLimits)], {
       result: { reference: true },
-    })) as unknown as ivm.Reference<PreludeController>;
+    }) as unknown as ivm.Reference<PreludeController>;
     const method = <Method extends keyof PreludeController>(name: Method) =>
       controllerRef.getSync(name, { reference: true }) as ivm.Reference<PreludeController[Method]>;
     const controller: PreludeReferences = {
@@ -172,7 +173,10 @@ export class RunIsolate {
 
   async #runBlock(command: Command<'execute'>): Promise<ExecutedEvent> {
     const { code, timeoutMs, outputLimit, hasResult, wrapperLine, columnShifts, checkFinal } = command;
-    await this.#controller.beginBlock.apply(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts), checkFinal], { timeout: timeoutMs });
+    // Steps that run no model code (starting the block's state, compiling it, asking whether it is
+    // pending, reading the heap's size) run on this thread: each trip to an isolate thread and
+    // back costs more than the step. Model code itself always runs on the isolate's thread.
+    this.#controller.beginBlock.applySync(undefined, [outputLimit, wrapperLine, JSON.stringify(columnShifts), checkFinal], { timeout: timeoutMs });
     const budget = new ExecutionBudget(timeoutMs, () => this.#timeOutsideIsolateMs, () => this.#isolate.isDisposed);
     this.#runningBudget = budget;
     let step = await this.#runScript(code, budget);
@@ -189,7 +193,7 @@ export class RunIsolate {
   async #runScript(code: string, budget: ExecutionBudget): Promise<StepResult> {
     let script: ivm.Script;
     try {
-      script = await this.#isolate.compileScript(code, { filename: BLOCK_FILENAME });
+      script = this.#isolate.compileScriptSync(code, { filename: BLOCK_FILENAME });
     } catch (error) {
       if (this.#isolate.isDisposed) return { outcome: 'memory', failure: isolateErrorText(error) };
       return { outcome: 'compile-error', failure: isolateErrorText(error) };
@@ -203,7 +207,7 @@ export class RunIsolate {
    * block goes on until it awaits again (or ends).
    */
   async #awaitAsyncCalls(budget: ExecutionBudget): Promise<StepResult> {
-    while (this.#asyncCalls.size > 0 && (await this.#controller.blockPending.apply(undefined, [])) === true) {
+    while (this.#asyncCalls.size > 0 && this.#controller.blockPending.applySync(undefined, []) === true) {
       const reply = await this.#nextAsyncReply();
       this.#asyncCalls.delete(reply.id);
       const step = await budget.run((timeout) => this.#controller.settleAsync.apply(undefined, [reply.id, reply.payload], { timeout }));
@@ -248,7 +252,7 @@ export class RunIsolate {
     const output = (await this.#controller.outputReport.apply(undefined, [], { timeout: DEFAULTS.sandbox.reportAllowanceMs })) as string;
     // A heap left at its limit makes the report crawl from one collection to the next: that is the
     // block's memory, not code it left behind.
-    const full = await this.#heapNearlyFull();
+    const full = this.#heapNearlyFull();
     if (full) return { outcome: 'memory-full', failure: full, result: output };
     if (step.outcome === 'timeout') return { outcome: 'report-timeout', result: output };
     return { outcome: 'report-failed', failure: step.failure ?? 'unknown error', result: output };
@@ -261,14 +265,14 @@ export class RunIsolate {
    * that filled the sandbox. Returns "N of M MB" then, else undefined.
    */
   async #heapLeftFull(timeoutMs: number): Promise<string | undefined> {
-    if (!(await this.#heapNearlyFull())) return undefined;
+    if (!this.#heapNearlyFull()) return undefined;
     await this.#controller.collectGarbage.apply(undefined, [], { timeout: Math.max(timeoutMs, 1_000) });
     return this.#heapNearlyFull();
   }
 
   /** "N of M MB" when the heap is over HEAP_FULL_SHARE of its limit, else undefined. */
-  async #heapNearlyFull(): Promise<string | undefined> {
-    const { used_heap_size: used, heap_size_limit: limit } = await this.#isolate.getHeapStatistics();
+  #heapNearlyFull(): string | undefined {
+    const { used_heap_size: used, heap_size_limit: limit } = this.#isolate.getHeapStatisticsSync();
     return used > HEAP_FULL_SHARE * limit ? `${Math.round(used / 2 ** 20)} of ${Math.round(limit / 2 ** 20)} MB` : undefined;
   }
 

@@ -74,7 +74,7 @@ async function init(command: Extract<WorkerCommand, { type: 'init' }>): Promise<
   const { sandbox } = command;
   if (runs.has(sandbox)) throw new Error(`sandbox ${sandbox} exists already`);
   const prepared = await takeIsolate(command.memoryLimitMb);
-  const run = await RunIsolate.install(prepared, { send: (event: RunEvent) => send({ ...event, sandbox } as WorkerEvent), hostCallLimits: command.hostCallLimits });
+  const run = RunIsolate.install(prepared, { send: (event: RunEvent) => send({ ...event, sandbox } as WorkerEvent), hostCallLimits: command.hostCallLimits });
   runs.set(sandbox, run);
 }
 
