@@ -59,7 +59,7 @@ class SandboxPool {
   /** Starts processes now, e.g. while a caller is still reading its input. */
   refill(isolation: Isolation = 'isolate'): void {
     if (isolation === 'process') {
-      while (this.spares.length < this.spareCount) this.spares.push(new WorkerProcess());
+      while (this.spares.length < this.spareCount) this.spares.push(new WorkerProcess({ oneRun: true }));
     } else if (this.shared.length === 0) {
       this.startShared();
     }
@@ -97,7 +97,7 @@ class SandboxPool {
   }
 
   private startShared(): WorkerProcess {
-    const worker = new WorkerProcess();
+    const worker = new WorkerProcess({ oneRun: false });
     this.shared.push(worker);
     // A process that stopped on its own (a crash, a kill from outside) is replaced at once, for the
     // runs to come; one the host ended is replaced when a run needs it.
@@ -133,7 +133,7 @@ class SandboxPool {
       // a spare that died while waiting (killed from outside): skip it
     }
     this.refillSoon();
-    return worker ?? new WorkerProcess();
+    return worker ?? new WorkerProcess({ oneRun: true });
   }
 
   // Spawning a process costs several milliseconds of this thread's time: do it after the caller's

@@ -6,6 +6,7 @@ import { sandboxWorkerPath } from '../paths.js';
 import { encodeFrame, FrameDecoder } from './framing.js';
 import { trackWorker } from './live-workers.js';
 import type { WorkerCommand, WorkerEvent } from './protocol.js';
+import { ONE_RUN_FLAG } from './shared.js';
 
 type RunEvent = Exclude<WorkerEvent, { type: 'ready' }>;
 export type Reply = Exclude<RunEvent, { type: 'hostCall' | 'hostCallAsync' | 'waiting' }>;
@@ -80,13 +81,14 @@ export class WorkerProcess {
   /** Whether the host ended the process (kill, stop), rather than it stopping on its own. */
   endedByHost = false;
 
-  constructor() {
+  /** `oneRun`: the process will host a single run (`isolation: 'process'`). */
+  constructor(options: { oneRun: boolean }) {
     const script = sandboxWorkerPath();
     if (!existsSync(script)) {
       throw new SandboxError('sandbox_start_failed', `the sandbox worker is not built (${script} is missing): run "npm run build"`);
     }
     // --expose-gc gives each isolate a gc() the prelude keeps for itself (see heapLeftFull in worker-isolate.ts).
-    this.child = spawn(process.execPath, ['--no-node-snapshot', '--expose-gc', script], {
+    this.child = spawn(process.execPath, ['--no-node-snapshot', '--expose-gc', script, ...(options.oneRun ? [ONE_RUN_FLAG] : [])], {
       // The worker needs nothing from the host's environment, and API keys must not be in it.
       env: {},
       // 3: worker -> host frames, 4: host -> worker frames

@@ -10,7 +10,7 @@ import { describeError } from '../errors.js';
 import { encodeFrame, FrameDecoder } from './framing.js';
 import { startOrphanWatchdog } from './orphan-watchdog.js';
 import type { WorkerCommand, WorkerEvent } from './protocol.js';
-import { PRELUDE_FILENAME } from './shared.js';
+import { ONE_RUN_FLAG, PRELUDE_FILENAME } from './shared.js';
 import { RunIsolate, type PreparedIsolate, type RunEvent } from './worker-isolate.js';
 
 /**
@@ -21,11 +21,16 @@ declare const __RLM_PRELUDE_SOURCE__: string;
 
 const TO_HOST_FD = 3;
 const FROM_HOST_FD = 4;
+/** A process of one run's own (`isolation: 'process'`) makes no spare isolates: no other run comes. */
+const HOSTS_ONE_RUN = process.argv.includes(ONE_RUN_FLAG);
 /** Heap limits spare isolates are kept for (the most recent ones asked for). */
 const SPARE_LIMITS = 4;
 
 const decoder = new FrameDecoder<WorkerCommand>();
 const runs = new Map<number, RunIsolate>();
+/** Runs still being set up, and those of them the host ended meanwhile (their isolate must not stay). */
+const starting = new Set<number>();
+const endedWhileStarting = new Set<number>();
 /** One isolate made ahead of need per heap limit: a run starts in the time of a round trip. */
 const spares = new Map<number, Promise<PreparedIsolate>>();
 
@@ -56,7 +61,7 @@ function takeIsolate(memoryLimitMb: number): Promise<PreparedIsolate> {
   const taken = spares.get(memoryLimitMb) ?? prepare(memoryLimitMb);
   spares.delete(memoryLimitMb);
   // Made after this run's isolate, so it never delays it.
-  void taken.finally(() => setImmediate(() => refillSpare(memoryLimitMb)));
+  if (!HOSTS_ONE_RUN) void taken.finally(() => setImmediate(() => refillSpare(memoryLimitMb)));
   return taken;
 }
 
@@ -72,10 +77,17 @@ function refillSpare(memoryLimitMb: number) {
 
 async function init(command: Extract<WorkerCommand, { type: 'init' }>): Promise<void> {
   const { sandbox } = command;
-  if (runs.has(sandbox)) throw new Error(`sandbox ${sandbox} exists already`);
-  const prepared = await takeIsolate(command.memoryLimitMb);
-  const run = RunIsolate.install(prepared, { send: (event: RunEvent) => send({ ...event, sandbox } as WorkerEvent), hostCallLimits: command.hostCallLimits });
-  runs.set(sandbox, run);
+  if (runs.has(sandbox) || starting.has(sandbox)) throw new Error(`sandbox ${sandbox} exists already`);
+  starting.add(sandbox);
+  try {
+    const prepared = await takeIsolate(command.memoryLimitMb);
+    const run = RunIsolate.install(prepared, { send: (event: RunEvent) => send({ ...event, sandbox } as WorkerEvent), hostCallLimits: command.hostCallLimits });
+    if (endedWhileStarting.has(sandbox)) run.dispose();
+    else runs.set(sandbox, run);
+  } finally {
+    starting.delete(sandbox);
+    endedWhileStarting.delete(sandbox);
+  }
 }
 
 function runOf(sandbox: number): RunIsolate {
@@ -103,6 +115,7 @@ async function handle(command: WorkerCommand): Promise<void> {
       send({ ...(await runOf(sandbox).execute(command)), sandbox });
       return;
     case 'dispose':
+      if (starting.has(sandbox)) endedWhileStarting.add(sandbox);
       runs.get(sandbox)?.dispose();
       runs.delete(sandbox);
       break;
