@@ -36,9 +36,10 @@ export interface SandboxOptions<Scope = unknown> {
   /** Characters of JSON one call from model code to the host may carry; a larger one fails in the sandbox with a RangeError. @default 134217728 (128 Mi) */
   maxHostCallChars?: number;
   /**
-   * Resident memory of the worker process, in MB, past which it is reset (with `isolation: 'process'`;
-   * shared processes are recycled by the pool instead). A backstop for memory the isolate's heap
-   * limit does not see. @default twice the heap limit plus twice the loaded contexts plus 512
+   * Resident memory of the worker process, in MB, past which the sandbox is reset. A backstop for
+   * memory the isolate's heap limit does not see. In a shared process the process is held to the sum
+   * of its sandboxes' limits, and the sandbox whose block runs while it grows past that is reset.
+   * @default twice the heap limit plus twice the loaded contexts plus 512
    */
   rssLimitMb?: number;
   /**
@@ -63,8 +64,9 @@ const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 /**
  * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate of its own inside a
- * worker process (shared with other sandboxes, or its own: see `isolation`). Blocks share variables like notebook cells; `llm_query` and friends look
- * synchronous to the model and reach the host through `onHostCall`.
+ * worker process (shared with other sandboxes, or its own: see `isolation`). Blocks share variables
+ * like notebook cells; `llm_query` and friends look synchronous to the model and reach the host
+ * through `onHostCall`.
  *
  * @example
  * const sandbox = await Sandbox.create({ onHostCall: async (call) => `echo: ${JSON.stringify(call)}` });
