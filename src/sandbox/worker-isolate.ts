@@ -28,11 +28,17 @@ const HEAP_FULL_SHARE = 0.9;
 /** How a FINAL check's request starts (the prelude writes `kind` first). */
 const CHECK_FINAL_HEAD = '{"kind":"check_final",';
 
-/** A fresh isolate with the prelude loaded but not installed: no host reference is in it yet. */
+/**
+ * A fresh isolate with the prelude installed and its report code run once (so a run's first block
+ * does not pay for compiling it), waiting for the run that takes it: until then its host
+ * references answer every call with an error. No model code has run in it.
+ */
 export interface PreparedIsolate {
   isolate: ivm.Isolate;
   context: ivm.Context;
-  install: ivm.Reference<Function>;
+  controller: PreludeReferences;
+  /** The run the host references serve, once one takes the isolate. */
+  owner: { run: RunIsolate | undefined };
 }
 
 /** An event for the host, without the sandbox id the worker adds. */
@@ -65,50 +71,53 @@ export class RunIsolate {
   /** FINAL values of the running block the output schema refused (the first few). */
   #rejectedFinals: RejectedFinal[] = [];
 
-  private constructor(prepared: PreparedIsolate, controller: PreludeReferences, options: { send: (event: RunEvent) => void; maxHostCallChars: number }) {
+  private constructor(prepared: PreparedIsolate, options: { send: (event: RunEvent) => void; maxHostCallChars: number }) {
     this.#isolate = prepared.isolate;
     this.#context = prepared.context;
-    this.#controller = controller;
+    this.#controller = prepared.controller;
     this.#send = options.send;
     this.#maxHostCallChars = options.maxHostCallChars;
   }
 
-  /** A fresh isolate with the prelude compiled and run; `install` is left for the run that takes it. */
-  static async prepare(memoryLimitMb: number, preludeSource: string, preludeFilename: string): Promise<PreparedIsolate> {
-    const isolate = new ivm.Isolate({ memoryLimit: memoryLimitMb });
+  /** A fresh isolate, prepared ahead of the run that will take it (see PreparedIsolate). */
+  static async prepare(options: { memoryLimitMb: number; hostCallLimits: HostCallLimits; preludeSource: string; preludeFilename: string }): Promise<PreparedIsolate> {
+    const isolate = new ivm.Isolate({ memoryLimit: options.memoryLimitMb });
     try {
       const context = await isolate.createContext();
-      const script = await isolate.compileScript(`(function () { "use strict"; ${preludeSource}; return rlmPrelude.install; })()`, { filename: preludeFilename });
+      const source = `(function () { "use strict"; ${options.preludeSource}; return rlmPrelude.install; })()`;
+      const script = await isolate.compileScript(source, { filename: options.preludeFilename });
       const install = (await script.run(context, { reference: true })) as ivm.Reference<Function>;
-      return { isolate, context, install };
+      const owner: PreparedIsolate['owner'] = { run: undefined };
+      const unowned = () => errorReply('HostError', 'the sandbox is not started');
+      const hosts = [
+        new ivm.Reference((request: string) => (owner.run ? owner.run.#hostCall(request) : unowned())),
+        new ivm.Reference((request: string) => (owner.run ? owner.run.#hostCallAsync(request) : unowned())),
+      ];
+      const controllerRef = (await install.apply(undefined, [...hosts, JSON.stringify(options.hostCallLimits)], { result: { reference: true } })) as unknown as ivm.Reference<PreludeController>;
+      const method = <Method extends keyof PreludeController>(name: Method) => controllerRef.getSync(name, { reference: true }) as ivm.Reference<PreludeController[Method]>;
+      const controller: PreludeReferences = {
+        setGlobal: method('setGlobal'),
+        setTools: method('setTools'),
+        beginBlock: method('beginBlock'),
+        blockPending: method('blockPending'),
+        settleAsync: method('settleAsync'),
+        collect: method('collect'),
+        outputReport: method('outputReport'),
+        collectGarbage: method('collectGarbage'),
+      };
+      // The report of the idle state: compiles the report code now, changes nothing a block sees.
+      await controller.collect.apply(undefined, [false], { timeout: DEFAULTS.sandbox.reportAllowanceMs });
+      return { isolate, context, controller, owner };
     } catch (error) {
       if (!isolate.isDisposed) isolate.dispose();
       throw error;
     }
   }
 
-  /** Installs the prelude with this run's own host references. */
-  static install(prepared: PreparedIsolate, options: { send: (event: RunEvent) => void; hostCallLimits: HostCallLimits }): RunIsolate {
-    let run: RunIsolate | undefined;
-    // The references reach `run` only once it exists; model code cannot call them before install returns.
-    const hosts = [new ivm.Reference((request: string) => run!.#hostCall(request)), new ivm.Reference((request: string) => run!.#hostCallAsync(request))];
-    // Prelude code only, no model code yet: quick enough for this thread (see #runBlock).
-    const controllerRef = prepared.install.applySync(undefined, [...hosts, JSON.stringify(options.hostCallLimits)], {
-      result: { reference: true },
-    }) as unknown as ivm.Reference<PreludeController>;
-    const method = <Method extends keyof PreludeController>(name: Method) =>
-      controllerRef.getSync(name, { reference: true }) as ivm.Reference<PreludeController[Method]>;
-    const controller: PreludeReferences = {
-      setGlobal: method('setGlobal'),
-      setTools: method('setTools'),
-      beginBlock: method('beginBlock'),
-      blockPending: method('blockPending'),
-      settleAsync: method('settleAsync'),
-      collect: method('collect'),
-      outputReport: method('outputReport'),
-      collectGarbage: method('collectGarbage'),
-    };
-    run = new RunIsolate(prepared, controller, { send: options.send, maxHostCallChars: options.hostCallLimits.maxChars });
+  /** Hands a prepared isolate to a run: from now on its host references serve this run. */
+  static take(prepared: PreparedIsolate, options: { send: (event: RunEvent) => void; maxHostCallChars: number }): RunIsolate {
+    const run = new RunIsolate(prepared, options);
+    prepared.owner.run = run;
     return run;
   }
 

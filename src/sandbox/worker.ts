@@ -23,16 +23,18 @@ const TO_HOST_FD = 3;
 const FROM_HOST_FD = 4;
 /** A process of one run's own (`isolation: 'process'`) makes no spare isolates: no other run comes. */
 const HOSTS_ONE_RUN = process.argv.includes(ONE_RUN_FLAG);
-/** Heap limits spare isolates are kept for (the most recent ones asked for). */
-const SPARE_LIMITS = 4;
+/** Kinds of spare isolates kept (heap limit and host-call limits: the most recent ones asked for). */
+const SPARE_KINDS = 4;
 
 const decoder = new FrameDecoder<WorkerCommand>();
 const runs = new Map<number, RunIsolate>();
 /** Runs still being set up, and those of them the host ended meanwhile (their isolate must not stay). */
 const starting = new Set<number>();
 const endedWhileStarting = new Set<number>();
-/** One isolate made ahead of need per heap limit: a run starts in the time of a round trip. */
-const spares = new Map<number, Promise<PreparedIsolate>>();
+/** One isolate made ahead of need per kind: a run starts in the time of a round trip. */
+const spares = new Map<string, Promise<PreparedIsolate>>();
+
+type IsolateKind = Pick<Extract<WorkerCommand, { type: 'init' }>, 'memoryLimitMb' | 'hostCallLimits'>;
 
 /**
  * The host is gone: end at once. Not process.exit: isolated-vm joins its threads on the way out,
@@ -50,29 +52,30 @@ function send(event: WorkerEvent) {
   output.write(encodeFrame(event));
 }
 
-function prepare(memoryLimitMb: number): Promise<PreparedIsolate> {
-  const prepared = RunIsolate.prepare(memoryLimitMb, __RLM_PRELUDE_SOURCE__, PRELUDE_FILENAME);
+function prepare(kind: IsolateKind): Promise<PreparedIsolate> {
+  const prepared = RunIsolate.prepare({ ...kind, preludeSource: __RLM_PRELUDE_SOURCE__, preludeFilename: PRELUDE_FILENAME });
   prepared.catch(() => {}); // whoever takes it sees the failure
   return prepared;
 }
 
-/** A spare isolate for this heap limit (made now if none waits); another is made for the next run. */
-function takeIsolate(memoryLimitMb: number): Promise<PreparedIsolate> {
-  const taken = spares.get(memoryLimitMb) ?? prepare(memoryLimitMb);
-  spares.delete(memoryLimitMb);
+/** A spare isolate of this kind (made now if none waits); another is made for the next run. */
+function takeIsolate(kind: IsolateKind): Promise<PreparedIsolate> {
+  const key = JSON.stringify([kind.memoryLimitMb, kind.hostCallLimits]);
+  const taken = spares.get(key) ?? prepare(kind);
+  spares.delete(key);
   // Made after this run's isolate, so it never delays it.
-  if (!HOSTS_ONE_RUN) void taken.finally(() => setImmediate(() => refillSpare(memoryLimitMb)));
+  if (!HOSTS_ONE_RUN) void taken.finally(() => setImmediate(() => refillSpare(key, kind)));
   return taken;
 }
 
-function refillSpare(memoryLimitMb: number) {
-  if (spares.has(memoryLimitMb)) return;
-  for (const [limit, spare] of spares) {
-    if (spares.size < SPARE_LIMITS) break;
-    spares.delete(limit);
+function refillSpare(key: string, kind: IsolateKind) {
+  if (spares.has(key)) return;
+  for (const [oldKey, spare] of spares) {
+    if (spares.size < SPARE_KINDS) break;
+    spares.delete(oldKey);
     void spare.then(({ isolate }) => isolate.dispose(), () => {});
   }
-  spares.set(memoryLimitMb, prepare(memoryLimitMb));
+  spares.set(key, prepare(kind));
 }
 
 async function init(command: Extract<WorkerCommand, { type: 'init' }>): Promise<void> {
@@ -80,8 +83,8 @@ async function init(command: Extract<WorkerCommand, { type: 'init' }>): Promise<
   if (runs.has(sandbox) || starting.has(sandbox)) throw new Error(`sandbox ${sandbox} exists already`);
   starting.add(sandbox);
   try {
-    const prepared = await takeIsolate(command.memoryLimitMb);
-    const run = RunIsolate.install(prepared, { send: (event: RunEvent) => send({ ...event, sandbox } as WorkerEvent), hostCallLimits: command.hostCallLimits });
+    const prepared = await takeIsolate(command);
+    const run = RunIsolate.take(prepared, { send: (event: RunEvent) => send({ ...event, sandbox } as WorkerEvent), maxHostCallChars: command.hostCallLimits.maxChars });
     if (endedWhileStarting.has(sandbox)) run.dispose();
     else runs.set(sandbox, run);
   } finally {
