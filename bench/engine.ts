@@ -3,7 +3,7 @@
 // the runtime's share (sandboxes, code, scheduling, events). The baseline makes the same model calls
 // in the same tree with nothing but a p-queue of the same size, in the same run.
 import PQueue from 'p-queue';
-import { RLM, Sandbox, type ChatRequest, type LanguageModel } from '../src/index.js';
+import { RLM, Sandbox, type ChatRequest, type Isolation, type LanguageModel } from '../src/index.js';
 import { ScriptedModel } from '../src/testing.js';
 import { RUNS, LATENCY_MS, CONCURRENCY, median, ms, printTable, ratio } from './report.js';
 
@@ -53,9 +53,10 @@ function idealMs(subCalls: number, depth: number): number {
   return (depth + Math.ceil(subCalls / CONCURRENCY) + 1) * LATENCY_MS;
 }
 
-async function rlmRunMs(subCalls: number, depth: number): Promise<number> {
-  await Sandbox.prewarm();
-  const rlm = new RLM({ model: 'root', subModel: 'sub', languageModel: scriptedModel(subCalls, depth), maxDepth: depth, maxConcurrency: CONCURRENCY, maxConcurrentChildren: MAX_CONCURRENT_CHILDREN });
+async function rlmRunMs(subCalls: number, depth: number, isolation: Isolation = 'isolate'): Promise<number> {
+  await Sandbox.prewarm(1, { isolation });
+  const languageModel = scriptedModel(subCalls, depth);
+  const rlm = new RLM({ model: 'root', subModel: 'sub', languageModel, maxDepth: depth, maxConcurrency: CONCURRENCY, maxConcurrentChildren: MAX_CONCURRENT_CHILDREN, sandbox: { isolation } });
   const started = performance.now();
   const result = await rlm.completion({ context: 'bench', query: 'q' });
   const elapsed = performance.now() - started;
@@ -91,12 +92,14 @@ function treeLabel(depth: number): string {
 
 export async function runEngineBench(): Promise<void> {
   const rows: string[][] = [];
+  let depth3With100 = 0;
   for (const depth of Object.keys(FAN_OUT).map(Number)) {
     for (const subCalls of SUB_CALLS) {
       const wall = await medianOf(() => rlmRunMs(subCalls, depth));
       const bare = await medianOf(() => bareTreeMs(subCalls, depth));
       const ideal = idealMs(subCalls, depth);
       const share = (wall - ideal) / wall;
+      if (depth === 3 && subCalls === 100) depth3With100 = wall;
       rows.push([
         String(depth),
         treeLabel(depth),
@@ -115,5 +118,19 @@ export async function runEngineBench(): Promise<void> {
     `Engine: runtime share of wall time (model latency ${LATENCY_MS} ms, concurrency ${CONCURRENCY}; bare = the same model calls in the same tree through a p-queue, no rlm; median of ${RUNS})`,
     ['depth', 'tree', 'sub-calls', 'model time (ideal)', 'bare', 'rlm wall', 'rlm / bare', 'runtime (rlm - ideal)', 'runtime share', 'target'],
     rows,
+  );
+  await printIsolationShares(depth3With100);
+}
+
+/** The depth-3 tree with 100 sub-calls (`pooled`: its wall time above), against a process per sandbox. */
+async function printIsolationShares(pooled: number): Promise<void> {
+  const [subCalls, depth] = [100, 3];
+  const ideal = idealMs(subCalls, depth);
+  const share = (wall: number) => `${(((wall - ideal) / wall) * 100).toFixed(1)}%`;
+  const ownProcess = await medianOf(() => rlmRunMs(subCalls, depth, 'process'));
+  printTable(
+    `Engine, depth 3 (${treeLabel(depth)}), ${subCalls} sub-calls: runtime share with each isolation (baseline: --isolation process, same run; median of ${RUNS})`,
+    ['isolation', 'rlm wall', 'runtime share', 'baseline wall', 'baseline share', 'wall / baseline', 'target'],
+    [['isolate (default)', ms(pooled), share(pooled), ms(ownProcess), share(ownProcess), ratio(pooled, ownProcess), `<= ${TARGET_SHARE * 100}%`]],
   );
 }

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { runBatchBench } from './batch.js';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
+import { runPoolBench } from './pool.js';
 import { runSandboxBench } from './sandbox.js';
 import { runServerBench } from './server.js';
 import { runSoakBench } from './soak.js';
@@ -15,6 +16,7 @@ import { runViewerBench } from './viewer.js';
 const benches: Record<string, () => Promise<void>> = {
   startup: runStartupBench,
   sandbox: runSandboxBench,
+  pool: runPoolBench,
   lm: runLmBench,
   engine: runEngineBench,
   server: runServerBench,

@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import PQueue from 'p-queue';
 import { routeHostCall } from '../src/engine/host-calls.js';
 import { LlmQueries } from '../src/engine/llm-queries.js';
-import { OpenAIModel, Sandbox } from '../src/index.js';
+import { OpenAIModel, Sandbox, type Isolation } from '../src/index.js';
 import { ModelGateway } from '../src/lm/gateway.js';
 import { singleModelProvider } from '../src/lm/provider.js';
 import { ModelScheduler } from '../src/lm/scheduler.js';
@@ -28,10 +28,10 @@ interface BatchFigures {
   rlmMs: number;
 }
 
-async function sandboxAgainst(baseURL: string) {
+async function sandboxAgainst(baseURL: string, isolation: Isolation = 'isolate') {
   const gateway = new ModelGateway({ models: singleModelProvider(new OpenAIModel({ baseURL, maxRetries: 0 })), scheduler: new ModelScheduler(CONCURRENCY), usage: new UsageTracker() });
   const queries = new LlmQueries({ gateway, defaultModel: 'fake-model', maxToolIterations: 10 });
-  return Sandbox.create({ onHostCall: (call, { signal }) => routeHostCall({ call, signal, scope: { queries, subcalls: [], toolCalls: [], services: {}, runSignal: signal } }), blockTimeoutMs: 600_000 });
+  return Sandbox.create({ onHostCall: (call, { signal }) => routeHostCall({ call, signal, scope: { queries, subcalls: [], toolCalls: [], services: {}, runSignal: signal } }), blockTimeoutMs: 600_000, isolation });
 }
 
 function bareClient(baseURL: string) {
@@ -62,11 +62,16 @@ const batchedBlock = (prompts: number) =>
   `const r = llm_query_batched(Array.from({ length: ${prompts} }, (_, i) => "prompt " + i)); if (r.length !== ${prompts} || r.some((x) => x !== "ok")) throw new Error("bad batch")`;
 
 /** Per call, one call at a time, against a server that answers at once: what each call costs. */
-async function sequentialFigures(baseURL: string): Promise<{ rlmMs: number; bareMs: number }> {
-  const sandbox = await sandboxAgainst(baseURL);
-  await runBlock(sandbox, sequentialBlock(WARM_UP_CALLS));
-  const rlmMs = (await medianMs(() => runBlock(sandbox, sequentialBlock(SEQUENTIAL_CALLS)))) / SEQUENTIAL_CALLS;
-  await sandbox.dispose();
+async function sequentialFigures(baseURL: string): Promise<{ rlmMs: number; processMs: number; bareMs: number }> {
+  const perCall = async (isolation: Isolation) => {
+    const sandbox = await sandboxAgainst(baseURL, isolation);
+    await runBlock(sandbox, sequentialBlock(WARM_UP_CALLS));
+    const perCallMs = (await medianMs(() => runBlock(sandbox, sequentialBlock(SEQUENTIAL_CALLS)))) / SEQUENTIAL_CALLS;
+    await sandbox.dispose();
+    return perCallMs;
+  };
+  const rlmMs = await perCall('isolate');
+  const processMs = await perCall('process');
 
   const call = bareClient(baseURL);
   const sequentially = async (calls: number) => {
@@ -74,7 +79,7 @@ async function sequentialFigures(baseURL: string): Promise<{ rlmMs: number; bare
   };
   await sequentially(WARM_UP_CALLS);
   const bareMs = (await medianMs(() => sequentially(SEQUENTIAL_CALLS))) / SEQUENTIAL_CALLS;
-  return { rlmMs, bareMs };
+  return { rlmMs, processMs, bareMs };
 }
 
 async function batchedFigures(baseURL: string): Promise<BatchFigures[]> {
@@ -96,8 +101,8 @@ async function batchedFigures(baseURL: string): Promise<BatchFigures[]> {
 
 const signedMs = (value: number) => `${value >= 0 ? '+' : ''}${ms(value)}`;
 
-function printSequential(figures: { rlmMs: number; bareMs: number }, reference: Reference): void {
-  const { rlmMs, bareMs } = figures;
+function printSequential(figures: { rlmMs: number; processMs: number; bareMs: number }, reference: Reference): void {
+  const { rlmMs, processMs, bareMs } = figures;
   printTable(
     `Sequential llm_query (server answers at once; per call, median of ${RUNS} runs of ${SEQUENTIAL_CALLS}; reference = Python RLM, same server, same run)`,
     ['figure', 'rlm', 'baseline', 'overhead', 'rlm / baseline', 'target', 'reference', 'rlm / reference'],
@@ -112,6 +117,7 @@ function printSequential(figures: { rlmMs: number; bareMs: number }, reference: 
         referenceCell(reference, 'sequentialMsPerCall', ms),
         referenceRatio(rlmMs, reference, 'sequentialMsPerCall'),
       ],
+      ['the same with --isolation process (a worker process per run)', ms(processMs), `bare openai client, same calls: ${ms(bareMs)}`, signedMs(processMs - bareMs), ratio(processMs, bareMs), '', '', ''],
     ],
   );
 }

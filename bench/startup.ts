@@ -35,12 +35,13 @@ export async function runStartupBench(): Promise<void> {
     const big = join(folder, 'big.txt');
     writeFileSync(tiny, 'tiny');
     writeFileSync(big, 'x'.repeat(100 * 2 ** 20));
-    const run = (context: string) => [BIN, 'run', '--quiet', '--base-url', server.baseURL, '--model', 'root', '--context', context, 'q'];
+    const run = (context: string, isolation = 'isolate') => [BIN, 'run', '--quiet', '--base-url', server.baseURL, '--model', 'root', '--isolation', isolation, '--context', context, 'q'];
     const node = timeCommand(['-e', '0']);
     const help = timeCommand([BIN, '--help']);
     const version = timeCommand([BIN, '--version']);
     const oneIteration = timeCommand(run(tiny));
     const bigContext = timeCommand(run(big));
+    const oneIterationOwnProcess = timeCommand(run(tiny, 'process'));
     printTable(
       `rlm command start-up (whole process, median of ${RUNS}; the local server answers at once)`,
       ['figure', 'measured', 'baseline', 'ratio', 'target'],
@@ -48,6 +49,7 @@ export async function runStartupBench(): Promise<void> {
         ['rlm --help', ms(help), `node -e 0: ${ms(node)}`, ratio(help, node), '150 ms'],
         ['rlm --version', ms(version), `node -e 0: ${ms(node)}`, ratio(version, node), '150 ms'],
         ['one-iteration rlm run (tiny context, 2 model calls)', ms(oneIteration), `node -e 0: ${ms(node)}`, ratio(oneIteration, node), '300 ms'],
+        ['the same run, sandbox in shared isolates vs a process of its own', ms(oneIteration), `--isolation process: ${ms(oneIterationOwnProcess)}`, ratio(oneIteration, oneIterationOwnProcess), '300 ms'],
         ['extra for a 100 MB context file', ms(bigContext - oneIteration), `tiny context run: ${ms(oneIteration)}`, ratio(bigContext, oneIteration), '+200 ms'],
       ],
     );

@@ -23,9 +23,12 @@ import {
   readOwn,
 } from './primordials.js';
 
-/** The isolated-vm Reference to the worker's host-call function, as seen inside the isolate. */
+/**
+ * The isolated-vm Reference to the worker's host-call function, as seen inside the isolate. The
+ * block runs on a thread of its own; the call sleeps there until the worker has the reply.
+ */
 export interface HostReference {
-  applySync(receiver: undefined, args: [string]): string;
+  applySyncPromise(receiver: undefined, args: [string]): string;
 }
 
 /** The worker's function that sends a call without waiting: the call's id, or a JSON error reply. */
@@ -100,7 +103,7 @@ export function createHostCalls({ host, hostAsync, limits, currentBlock }: HostC
   }
 
   return {
-    call: (kind, payload, label = kind) => replyValue(host.applySync(undefined, [requestText(kind, payload, label)])),
+    call: (kind, payload, label = kind) => replyValue(host.applySyncPromise(undefined, [requestText(kind, payload, label)])),
     callAsync,
     settle(id, replyJson) {
       const calls = currentBlock().asyncCalls;

@@ -27,6 +27,14 @@ export const DEFAULTS = {
     maxHostCallDepth: 64,
     /** How often a running worker's time and resident memory are checked, in ms. */
     watchdogIntervalMs: 250,
+    /** How sandboxes are separated: an isolate each in shared worker processes, or a process each. */
+    isolation: 'isolate' as 'isolate' | 'process',
+    /** Most worker processes shared by sandboxes at once (fewer on machines with fewer cores). */
+    maxWorkerProcesses: 8,
+    /** Runs a shared worker process hosts over its life before it is retired and replaced. */
+    runsPerWorker: 1_000,
+    /** Resident memory of a shared worker process, in MB, past which it takes no new runs and is replaced. */
+    workerRecycleRssMb: 3_072,
   },
   lm: {
     /** Requests in flight at once per model, shared by a run and its child runs. */

@@ -25,7 +25,7 @@ export class ConfigurationError extends RlmError {
 export class SandboxError extends RlmError {
   override name = 'SandboxError';
   constructor(
-    code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error' | 'sandbox_setup_failed' | 'sandbox_load_failed' | 'sandbox_worker_exited',
+    code: 'sandbox_start_failed' | 'sandbox_disposed' | 'sandbox_protocol_error' | 'sandbox_setup_failed' | 'sandbox_load_failed' | 'sandbox_crashed',
     message: string,
     options?: { cause?: unknown },
   ) {

@@ -37,7 +37,7 @@ export { calculatorTool, echoTool } from './tools/builtin.js';
 export { Sandbox } from './sandbox/sandbox.js';
 export { fileContext } from './sandbox/context-file.js';
 export type { FileContext } from './sandbox/context-file.js';
-export type { BlockError, BlockWaitingHandler, ExecuteResult, HostCallHandler, SandboxOptions, ToolOptions, Variable } from './sandbox/sandbox.js';
+export type { BlockError, BlockWaitingHandler, ExecuteResult, HostCallHandler, Isolation, SandboxOptions, ToolOptions, Variable } from './sandbox/sandbox.js';
 export type { HostCall, HostCallKind } from './sandbox/protocol.js';
 
 // Batches: many tasks, resumable, with cost and accuracy at the end

@@ -62,7 +62,7 @@ function addRunCommand(program: Command, io: CommandIo, setExitCode: SetExitCode
     .action(async (question: string[], flags: RunFlags) => {
       // Every run needs a sandbox worker, which takes about as long to start as the engine takes to
       // load: start it first, so the two overlap.
-      startSandboxWorker();
+      startSandboxWorker(flags.isolation);
       const { runCommand } = await import('./run-command.js');
       setExitCode(await runCommand(question, flags, io));
     });
@@ -121,7 +121,7 @@ function addMcpCommand(program: Command, io: CommandIo, setExitCode: SetExitCode
   const mcp = program.command('mcp').description('serve rlm to assistants as an MCP server over stdio: tool rlm_completion');
   addModelFlags(mcp);
   addRunOptionFlags(mcp).action(async (flags: McpFlags) => {
-    startSandboxWorker();
+    startSandboxWorker(flags.isolation);
     const { mcpCommand } = await import('./mcp-command.js');
     setExitCode(await mcpCommand(flags, io, version()));
   });
@@ -161,8 +161,8 @@ function addModelFlags(command: Command): void {
     .addOption(new Option('--sub-model <name>', 'model for llm_query from code (default: RLM_SUB_MODEL or the root model)'));
 }
 
-function startSandboxWorker(): void {
-  void import('../sandbox/pool.js').then(({ workerPool }) => workerPool.refill());
+function startSandboxWorker(isolation: 'isolate' | 'process' | undefined): void {
+  void import('../sandbox/pool.js').then(({ workerPool }) => workerPool.refill(isolation));
 }
 
 /** Runs the CLI and returns its exit code. */

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import type { PriceTable, RLMOptions } from '../index.js';
 import { mcpShorthand, readMcpConfigFile, type McpServerConfig } from '../tools/mcp-config.js';
@@ -18,6 +18,7 @@ export interface RunOptionFlags {
   maxTime?: number;
   blockTimeout?: number;
   memoryLimit?: number;
+  isolation?: 'isolate' | 'process';
   setup?: string[];
   systemPrompt?: string;
   logDir?: string;
@@ -78,6 +79,7 @@ export function addRunOptionFlags(command: Command): Command {
     .option('--request-timeout <seconds>', 'time one model request may take, reply included (default: 600)', number('positive'))
     .option('--idle-timeout <seconds>', 'seconds of silence, from the moment a model request is sent, before it is cut and retried; a reply comes whole, so a model slower than this to write one needs more (default: 120)', number('positive'))
     .option('--memory-limit <mb>', 'sandbox heap limit (default: 1024)', number('integer'))
+    .addOption(new Option('--isolation <mode>', 'isolate: each run a fresh V8 isolate in shared worker processes (a crashing process ends the runs it hosts); process: each run a worker process of its own (default: isolate)').choices(['isolate', 'process']))
     .option('--setup <file>', 'setup file with tools or sandbox code (repeatable)', collect)
     .option('--system-prompt <file>', 'replace the built-in system prompt')
     .option('--log-dir <dir>', 'write a JSONL trajectory of each run into this folder')
@@ -98,6 +100,7 @@ export function runOptionsFromFlags(flags: RunOptionFlags, env: NodeJS.ProcessEn
   const sandbox = {
     ...(flags.blockTimeout !== undefined && { blockTimeoutMs: milliseconds(flags.blockTimeout, '--block-timeout') }),
     ...(flags.memoryLimit !== undefined && { memoryLimitMb: flags.memoryLimit }),
+    ...(flags.isolation !== undefined && { isolation: flags.isolation }),
   };
   return {
     ...(baseURL && { baseURL }),

@@ -243,8 +243,9 @@ export class RLM {
   /** Runs the root run of one completion to its end, reporting into its channel; never throws. */
   async #complete({ input, session, usage, budget, channel }: Completion): Promise<void> {
     const started = performance.now();
-    // Every run needs a sandbox, and each child run one more: have them started ahead of time.
-    workerPool.reserve(this.#settings.maxDepth > 1 ? this.#settings.maxConcurrentChildren + 1 : 1);
+    // Every run needs a sandbox, and each child run one more: have their processes started ahead of time.
+    if (this.#settings.sandbox.isolation === 'process') workerPool.reserve(this.#settings.maxDepth > 1 ? this.#settings.maxConcurrentChildren + 1 : 1);
+    else workerPool.refill();
     let logger: TrajectoryLogger | undefined;
     let run: Run | undefined;
     try {

@@ -35,7 +35,7 @@ export interface ExecuteResult {
 }
 
 /** Why a block cost the sandbox its worker. */
-export type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'unresponsive' | 'resident-memory' | 'report-timeout' | 'report-failed';
+export type ResetReason = 'memory' | 'memory-full' | 'crashed' | 'crashed-between-blocks' | 'unresponsive' | 'resident-memory' | 'report-timeout' | 'report-failed';
 
 /** The worker's reply to a block it ran to some end. */
 type ExecutedReply = Extract<WorkerEvent, { type: 'executed' }>;
@@ -84,7 +84,8 @@ export function resetResult(reason: ResetReason, options: BlockResultOptions & {
       `The block left the sandbox's memory nearly full (${detail} still in use after it ended), so the next block would fail. Keep less in variables. ${lost}`,
     ],
     'resident-memory': ['MemoryLimitError', `The sandbox process grew far past its memory limit (${limits.memoryLimitMb} MB heap). ${lost}`],
-    crashed: ['SandboxCrashedError', `The sandbox process stopped while running the block (usually memory exhaustion). ${lost}`],
+    crashed: ['SandboxCrashedError', `The sandbox process stopped while running the block (${detail || 'usually memory exhaustion'}). ${lost}`],
+    'crashed-between-blocks': ['SandboxCrashedError', `The sandbox process stopped between blocks (${detail}), so this block did not run. ${lost}`],
     unresponsive: ['TimeoutError', `The block ran past the ${formatDuration(limits.blockTimeoutMs)} time limit and could not be interrupted. ${lost}`],
     'report-timeout': [
       'TimeoutError',

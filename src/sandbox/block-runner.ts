@@ -7,7 +7,8 @@ import { HostCallBridge, type BlockWaitingHandler } from './host-call-bridge.js'
 import { BlockSyntaxError, rewriteBlock, type RewrittenBlock } from './rewrite.js';
 import type { SandboxLimits } from './sandbox-limits.js';
 import type { HostCallHandler } from './serve-host-call.js';
-import { WorkerExitError, type WorkerProcess } from './worker-process.js';
+import type { IsolateHandle } from './isolate-handle.js';
+import { WorkerExitError } from './worker-process.js';
 
 interface BlockRunnerOptions<Scope> {
   limits: SandboxLimits;
@@ -39,7 +40,7 @@ export class BlockRunner<Scope = unknown> {
     this.#options = options;
   }
 
-  async run(worker: WorkerProcess, code: string, options: RunOptions<Scope>): Promise<ExecuteResult> {
+  async run(worker: IsolateHandle, code: string, options: RunOptions<Scope>): Promise<ExecuteResult> {
     const started = performance.now();
     const elapsed = () => performance.now() - started;
     let rewritten: RewrittenBlock;
@@ -57,7 +58,7 @@ export class BlockRunner<Scope = unknown> {
     return result;
   }
 
-  async #execute(worker: WorkerProcess, block: RewrittenBlock, options: RunOptions<Scope> & { elapsed: () => number }): Promise<ExecuteResult> {
+  async #execute(worker: IsolateHandle, block: RewrittenBlock, options: RunOptions<Scope> & { elapsed: () => number }): Promise<ExecuteResult> {
     const { limits, onHostCall, onBlockWaiting } = this.#options;
     const { signal, elapsed } = options;
     const bridge = new HostCallBridge({ worker, scope: options.scope, onHostCall, onBlockWaiting });
@@ -82,12 +83,18 @@ export class BlockRunner<Scope = unknown> {
         this.#options.discardWorker();
         throw error;
       }
-      if (error instanceof WorkerExitError) return resetResult(watchdog.verdict ?? 'crashed', { durationMs: elapsed(), limits });
+      if (error instanceof WorkerExitError) return resetResult(watchdog.verdict ?? 'crashed', { durationMs: elapsed(), limits, detail: error.causeText });
       throw error;
     } finally {
       watchdog.stop();
       bridge.close();
     }
+  }
+
+  /** The result for a block that found its isolate lost to a crash since the last one: it does not run. */
+  crashedBetweenBlocks(crash: WorkerExitError): ExecuteResult {
+    this.#lastVariables = [];
+    return resetResult('crashed-between-blocks', { durationMs: 0, limits: this.#options.limits, detail: crash.causeText });
   }
 
   /** A worker that sent a malformed report cannot be trusted with the next block. */

@@ -1,11 +1,12 @@
 import { DEFAULTS } from '../defaults.js';
 import type { ResetReason } from './block-result.js';
 import { readResidentMemoryMb } from './resident-memory.js';
-import type { WorkerProcess } from './worker-process.js';
+import type { IsolateHandle } from './isolate-handle.js';
 
 interface BlockWatchdogLimits {
   /** Wall time the block may run, not counting `hostWaitMs`. */
   timeLimitMs: number;
+  /** Resident memory the run may cost its worker process (see IsolateHandle.processRssLimitMb). */
   rssLimitMb: number;
   /** Time the block has spent waiting for host calls so far. */
   hostWaitMs: () => number;
@@ -14,16 +15,19 @@ interface BlockWatchdogLimits {
 /**
  * The isolate enforces the block timeout and heap limit itself. The watchdog is for a worker that
  * cannot: one wedged in V8's fatal out-of-memory path (only killing the process ends it), or one
- * whose memory grows where the heap limit does not look. It kills such a worker and records why.
+ * whose memory grows where the heap limit does not look. It ends the block's isolate (with
+ * `process` isolation, its process) and records why. In a shared process the resident memory
+ * checked is the process's, against the sum of what its runs may cost: the run whose block is
+ * running while it grows past that is the one ended.
  */
 export class BlockWatchdog {
-  readonly #worker: WorkerProcess;
+  readonly #worker: IsolateHandle;
   readonly #limits: BlockWatchdogLimits;
   readonly #started = performance.now();
   readonly #timer: NodeJS.Timeout;
   #verdict: ResetReason | undefined;
 
-  constructor(worker: WorkerProcess, limits: BlockWatchdogLimits) {
+  constructor(worker: IsolateHandle, limits: BlockWatchdogLimits) {
     this.#worker = worker;
     this.#limits = limits;
     this.#timer = setInterval(() => this.#check(), Math.min(DEFAULTS.sandbox.watchdogIntervalMs, limits.timeLimitMs));
@@ -41,7 +45,7 @@ export class BlockWatchdog {
   #check(): void {
     if (performance.now() - this.#started - this.#limits.hostWaitMs() > this.#limits.timeLimitMs) this.#kill('unresponsive');
     const rssMb = this.#worker.pid === undefined ? undefined : readResidentMemoryMb(this.#worker.pid);
-    if (rssMb !== undefined && rssMb > this.#limits.rssLimitMb) this.#kill('resident-memory');
+    if (rssMb !== undefined && rssMb > this.#worker.processRssLimitMb(this.#limits.rssLimitMb)) this.#kill('resident-memory');
   }
 
   #kill(reason: ResetReason): void {

@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { failureReply, serveHostCall, type HostCallHandler } from './serve-host-call.js';
-import type { HostCallMode, WorkerProcess } from './worker-process.js';
+import type { HostCallMode, IsolateHandle } from './isolate-handle.js';
 
 /**
  * Told that a block cannot go on until one of its asynchronous tool calls (see `setTools`) is
@@ -11,7 +11,7 @@ import type { HostCallMode, WorkerProcess } from './worker-process.js';
 export type BlockWaitingHandler<Scope = unknown> = (context: { scope: Scope | undefined; pendingCalls: number }) => void;
 
 interface HostCallBridgeOptions<Scope> {
-  worker: WorkerProcess;
+  worker: IsolateHandle;
   /** What the block's calls are served with. */
   scope: Scope | undefined;
   onHostCall: HostCallHandler<Scope> | undefined;
@@ -26,7 +26,7 @@ interface HostCallBridgeOptions<Scope> {
  * are not waiting. Calls still running when the block ends are aborted, and their answers dropped.
  */
 export class HostCallBridge<Scope = unknown> {
-  readonly #worker: WorkerProcess;
+  readonly #worker: IsolateHandle;
   readonly #block = new AbortController();
   /** Asynchronous calls not answered yet. */
   readonly #unanswered = new Set<number>();

@@ -12,10 +12,11 @@ setInterval(() => {
 `;
 
 /**
- * Ends this worker process soon after its host dies. An idle worker notices on its own (its pipes
- * close), but one running a block is stuck in `runSync` on the main thread and would burn a core
- * until the block timeout; a thread of its own still runs then. A host that died before this starts
- * leaves an idle worker, which its closed pipes end.
+ * Ends this worker process soon after its host dies. The main thread notices on its own (its pipes
+ * close), but a backstop that does not depend on it costs one thread: blocks run on isolated-vm's
+ * threads, and one spinning would otherwise burn a core until its block timeout if the main thread
+ * were ever held up. A host that died before this starts leaves an idle worker, which its closed
+ * pipes end.
  */
 export function startOrphanWatchdog(): void {
   const watchdog = new Worker(WATCHDOG_SOURCE, { eval: true, workerData: { hostPid: process.ppid, pollMs: POLL_MS } });

@@ -4,10 +4,19 @@ import type { RejectedFinal } from './schema-problems.js';
 import type { HostCallLimits } from './shared.js';
 
 // ---- host <-> worker process ------------------------------------------------------------------
-// A `payload` travels as raw text beside the frame's JSON header (see framing.ts).
+// A worker process hosts the isolates of many runs. Every command and event but `ready` names the
+// run's isolate by its `sandbox` id, which the host gives out; the worker never lets one run's
+// command reach another's isolate. A `payload` travels as raw text beside the frame's JSON header
+// (see framing.ts).
 
-export type WorkerCommand =
-  | { type: 'init'; id: number; memoryLimitMb: number; hostCallLimits: HostCallLimits }
+type RunCommand =
+  | {
+      /** Creates the run's isolate (fresh, with its own heap limit) and installs the prelude in it. */
+      type: 'init';
+      id: number;
+      memoryLimitMb: number;
+      hostCallLimits: HostCallLimits;
+    }
   | {
       type: 'setGlobal';
       id: number;
@@ -56,24 +65,30 @@ export type WorkerCommand =
       id: number;
       /** The HostReply as JSON text, parsed once, inside the isolate. */
       payload: string;
+    }
+  | {
+      /** Ends the run's isolate, also mid-block; answered `done` once it is gone. */
+      type: 'dispose';
+      id: number;
     };
 
-export type WorkerEvent =
-  | { type: 'ready' }
+export type WorkerCommand = RunCommand & { sandbox: number };
+
+type RunEvent =
   | { type: 'done'; id: number }
   | { type: 'failed'; id: number; message: string; disposed: boolean }
   | {
       type: 'executed';
-      id?: number;
+      id: number;
       /**
-       * `memory-full`: the block ended, but left the heap nearly full (see heapLeftFull in worker.ts).
+       * `memory-full`: the block ended, but left the heap nearly full (see RunIsolate.heapLeftFull).
        * `report-timeout` / `report-failed`: the block ended, but its report (error, trailing value,
        * variables) ran out of time or failed in model code the block left behind; `result` then
        * holds only its output and final answer.
        */
       outcome: 'completed' | 'timeout' | 'memory' | 'memory-full' | 'compile-error' | 'unhandled-rejection' | 'report-timeout' | 'report-failed';
       failure?: string | undefined;
-      result?: string;
+      result?: string | undefined;
       /** FINAL values of the block the output schema refused (the first few). */
       rejectedFinals?: RejectedFinal[];
     }
@@ -91,12 +106,15 @@ export type WorkerEvent =
     }
   | {
       /**
-       * The block cannot go on until one of these `hostCallAsync` calls is answered; the worker
-       * sends nothing more until then. Sent again each time the block is stuck anew.
+       * The block cannot go on until one of these `hostCallAsync` calls is answered; the run sends
+       * nothing more until then. Sent again each time the block is stuck anew.
        */
       type: 'waiting';
       calls: number[];
     };
+
+/** `ready`: the process has loaded isolated-vm and takes commands. */
+export type WorkerEvent = { type: 'ready' } | (RunEvent & { sandbox: number });
 
 /**
  * Reads a payload the isolate wrote as JSON text. Model code shapes it, so text that does not parse

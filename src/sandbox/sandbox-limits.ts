@@ -8,6 +8,7 @@ export const sandboxLimitsSchema = z.object({
   outputLimitChars: z.number().int().min(100).default(DEFAULTS.sandbox.outputLimitChars),
   maxHostCallChars: z.number().int().min(1_000).default(DEFAULTS.sandbox.maxHostCallChars),
   rssLimitMb: z.number().int().min(64).optional(),
+  isolation: z.enum(['isolate', 'process']).default(DEFAULTS.sandbox.isolation),
 });
 
 /** The limits with their defaults filled in. */

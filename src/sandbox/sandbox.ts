@@ -4,7 +4,7 @@ import { parseOptions } from '../options.js';
 import type { ExecuteResult } from './block-result.js';
 import { BlockRunner } from './block-runner.js';
 import type { BlockWaitingHandler } from './host-call-bridge.js';
-import { workerPool } from './pool.js';
+import { workerPool, type Isolation } from './pool.js';
 import { sandboxLimitsSchema } from './sandbox-limits.js';
 import type { HostCallHandler } from './serve-host-call.js';
 import { WorkerReplay, type BlockOutputSchema } from './worker-replay.js';
@@ -14,6 +14,7 @@ export type { BlockWaitingHandler } from './host-call-bridge.js';
 export type { BlockOutputSchema } from './worker-replay.js';
 export { sandboxLimitsSchema } from './sandbox-limits.js';
 export type { HostCallHandler } from './serve-host-call.js';
+export type { Isolation } from './pool.js';
 
 export interface ToolOptions {
   /**
@@ -35,10 +36,19 @@ export interface SandboxOptions<Scope = unknown> {
   /** Characters of JSON one call from model code to the host may carry; a larger one fails in the sandbox with a RangeError. @default 134217728 (128 Mi) */
   maxHostCallChars?: number;
   /**
-   * Resident memory of the worker process, in MB, past which it is reset. A backstop for memory the
-   * isolate's heap limit does not see. @default twice the heap limit plus twice the loaded contexts plus 512
+   * Resident memory of the worker process, in MB, past which the sandbox is reset. A backstop for
+   * memory the isolate's heap limit does not see. In a shared process the process is held to the sum
+   * of its sandboxes' limits, and the sandbox whose block runs while it grows past that is reset.
+   * @default twice the heap limit plus twice the loaded contexts plus 512
    */
   rssLimitMb?: number;
+  /**
+   * `isolate`: a fresh V8 isolate of its own (own heap and heap limit, own built-ins) in a worker
+   * process shared with other sandboxes; a catastrophic allocation that takes that process down
+   * ends every sandbox it hosts (their blocks fail with SandboxCrashedError naming the cause).
+   * `process`: a worker process of its own, never reused. @default 'isolate'
+   */
+  isolation?: Isolation;
   /** Serves `llm_query`, `llm_query_batched`, `rlm_query`, `rlm_query_batched` and `tool_handler`. */
   onHostCall?: HostCallHandler<Scope>;
   /** Called each time a block waits for its asynchronous tool calls (see `setTools`). */
@@ -53,9 +63,10 @@ const optionsSchema = sandboxLimitsSchema.extend({
 const GLOBAL_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 /**
- * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate inside its own
- * worker process. Blocks share variables like notebook cells; `llm_query` and friends look
- * synchronous to the model and reach the host through `onHostCall`.
+ * A persistent JavaScript REPL for model-written code, isolated in a V8 isolate of its own inside a
+ * worker process (shared with other sandboxes, or its own: see `isolation`). Blocks share variables
+ * like notebook cells; `llm_query` and friends look synchronous to the model and reach the host
+ * through `onHostCall`.
  *
  * @example
  * const sandbox = await Sandbox.create({ onHostCall: async (call) => `echo: ${JSON.stringify(call)}` });
@@ -86,12 +97,14 @@ export class Sandbox<Scope = unknown> {
   }
 
   /**
-   * Starts a spare worker process ahead of time so the next `create()` takes a few milliseconds
-   * instead of the few hundred a cold start costs. Spares never keep the process alive.
+   * Starts worker processes ahead of time so the next `create()` takes a few milliseconds instead
+   * of the few hundred a cold start costs: a shared process, or with `isolation: 'process'`, `count`
+   * spare processes. They never keep the process alive.
    */
-  static prewarm(count = 1): Promise<void> {
-    workerPool.reserve(count);
-    return workerPool.warm();
+  static prewarm(count = 1, options: { isolation?: Isolation } = {}): Promise<void> {
+    const isolation = options.isolation ?? 'isolate';
+    if (isolation === 'process') workerPool.reserve(count);
+    return workerPool.warm(isolation);
   }
 
   /**
@@ -155,17 +168,19 @@ export class Sandbox<Scope = unknown> {
     return this.#exclusive(async () => {
       options.signal?.throwIfAborted();
       const worker = await this.#replay.live();
+      const crash = this.#replay.takeCrash();
+      if (crash) return this.#runner.crashedBetweenBlocks(crash);
       const { signal, scope, checkFinal } = options;
       return this.#runner.run(worker, code, { signal, scope, checkFinal, loadedContextMb: this.#replay.loadedContextMb });
     });
   }
 
-  /** Process id of the worker running this sandbox now (for monitoring); undefined between resets. */
+  /** Process id of the worker process hosting this sandbox now (for monitoring); undefined between resets. */
   get processId(): number | undefined {
     return this.#replay.processId;
   }
 
-  /** Stops the worker process and resolves once it has exited. The sandbox cannot be used afterwards. */
+  /** Ends the sandbox's isolate (with `isolation: 'process'`, its process) and resolves once it is gone. The sandbox cannot be used afterwards. */
   async dispose(): Promise<void> {
     this.#disposed = true;
     await this.#replay.stop();

@@ -5,6 +5,8 @@
 export const BLOCK_FILENAME = 'block';
 /** Script name of the prelude; its frames never reach the model. */
 export const PRELUDE_FILENAME = 'rlm-prelude';
+/** Worker process argument: it hosts one run only (`isolation: 'process'`). */
+export const ONE_RUN_FLAG = '--one-run';
 /** Installed by the prelude; every rewritten block hands its promise to it (see rewrite.ts). */
 export const BLOCK_HOOK = '__rlm_block__';
 

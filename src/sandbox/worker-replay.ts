@@ -7,12 +7,13 @@ import { isTimeoutText } from './isolate-errors.js';
 import { writeContextFile } from './context-transfer.js';
 import { workerPool } from './pool.js';
 import type { SandboxLimits } from './sandbox-limits.js';
-import { WorkerExitError, type CommandWithoutId, type WorkerProcess } from './worker-process.js';
+import type { IsolateHandle } from './isolate-handle.js';
+import { WorkerExitError, type CommandWithoutId } from './worker-process.js';
 
 interface WorkerReplayOptions {
   limits: SandboxLimits;
   /** Runs setup code in `worker` as a block, on first use and again in every fresh worker. */
-  runSetup: (worker: WorkerProcess, code: string) => Promise<ExecuteResult>;
+  runSetup: (worker: IsolateHandle, code: string) => Promise<ExecuteResult>;
 }
 
 interface Tools {
@@ -35,7 +36,9 @@ export interface BlockOutputSchema {
 export class WorkerReplay {
   readonly #limits: SandboxLimits;
   readonly #runSetup: WorkerReplayOptions['runSetup'];
-  #worker: WorkerProcess | undefined;
+  #worker: IsolateHandle | undefined;
+  /** The crash that took the previous isolate while no block ran (see takeCrash). */
+  #crash: WorkerExitError | undefined;
   readonly #contexts = new Map<string, unknown>();
   readonly #setupBlocks: string[] = [];
   #tools: Tools | undefined;
@@ -58,16 +61,17 @@ export class WorkerReplay {
   }
 
   /** The current worker, or a fresh one brought to the sandbox's state. */
-  async live(): Promise<WorkerProcess> {
+  async live(): Promise<IsolateHandle> {
     if (this.#worker?.alive) return this.#worker;
+    this.#crash ??= this.#worker?.crash;
     try {
-      return await this.#start(workerPool.take());
+      return await this.#start(workerPool.open(this.#limits.isolation));
     } catch (error) {
       // A spare can die while it waits (killed from outside) and look alive until its exit is
       // noticed: one that dies before taking any work is replaced once by a fresh process.
       if (!(error instanceof WorkerExitError)) throw startFailure(error);
       try {
-        return await this.#start(workerPool.take());
+        return await this.#start(workerPool.open(this.#limits.isolation));
       } catch (retryError) {
         throw startFailure(retryError);
       }
@@ -105,6 +109,16 @@ export class WorkerReplay {
     return result;
   }
 
+  /**
+   * The crash that ended the sandbox's previous isolate between blocks (its shared process went
+   * down with another run), once: the next block must say its variables are gone.
+   */
+  takeCrash(): WorkerExitError | undefined {
+    const crash = this.#crash;
+    this.#crash = undefined;
+    return crash;
+  }
+
   /** Kills the current worker; the next use starts a fresh one. */
   discard(): void {
     this.#worker?.kill();
@@ -118,7 +132,7 @@ export class WorkerReplay {
     await worker?.stop();
   }
 
-  async #start(worker: WorkerProcess): Promise<WorkerProcess> {
+  async #start(worker: IsolateHandle): Promise<IsolateHandle> {
     this.#worker = worker;
     this.#loadedContextMb = 0;
     try {
@@ -139,17 +153,17 @@ export class WorkerReplay {
     }
   }
 
-  #loadTools(worker: WorkerProcess): Promise<void> {
+  #loadTools(worker: IsolateHandle): Promise<void> {
     return this.#command(worker, { type: 'setTools', ...this.#tools!, timeoutMs: this.#limits.blockTimeoutMs }, undefined);
   }
 
-  #loadOutputSchema(worker: WorkerProcess): Promise<void> {
+  #loadOutputSchema(worker: IsolateHandle): Promise<void> {
     const outputSchema = this.#outputSchema;
     const command = { type: 'setOutputSchema', schema: outputSchema ? JSON.stringify(outputSchema.schema) : null, refusal: outputSchema?.refusal ?? '' } as const;
     return this.#command(worker, command, undefined);
   }
 
-  async #loadContext(worker: WorkerProcess, name: string, value: unknown, signal: AbortSignal | undefined): Promise<void> {
+  async #loadContext(worker: IsolateHandle, name: string, value: unknown, signal: AbortSignal | undefined): Promise<void> {
     const isText = typeof value === 'string';
     // A file context is read by the worker where it lies; anything else goes through a private temporary file.
     const file = isFileContext(value)
@@ -175,7 +189,7 @@ export class WorkerReplay {
    * the command carries; the host kills a worker that does not answer within that time plus a
    * grace period (one stuck where no timeout reaches), and one whose caller gave up.
    */
-  async #command(worker: WorkerProcess, command: CommandWithoutId, signal: AbortSignal | undefined): Promise<void> {
+  async #command(worker: IsolateHandle, command: CommandWithoutId, signal: AbortSignal | undefined): Promise<void> {
     const limitMs = ('timeoutMs' in command ? command.timeoutMs : this.#limits.blockTimeoutMs) + DEFAULTS.sandbox.watchdogGraceMs;
     const watchdog = setTimeout(() => worker.kill(), limitMs);
     const onAbort = () => worker.kill();

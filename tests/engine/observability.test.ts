@@ -98,7 +98,7 @@ describe('events', () => {
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
-  it('disposes every sandbox when a run is cancelled', async () => {
+  it('disposes every sandbox when a run is cancelled (seen as worker processes, with process isolation)', async () => {
     const controller = new AbortController();
     const subAsked = deferred();
     const slowSub = () => {
@@ -106,9 +106,9 @@ describe('events', () => {
       return { content: 'late', delayMs: 10_000 };
     };
     const { languageModel } = models([repl('llm_query("slow")')], slowSub);
-    await Sandbox.prewarm();
+    await Sandbox.prewarm(1, { isolation: 'process' });
     const spares = workerPids().length;
-    const run = new RLM({ model: 'root', subModel: 'sub', languageModel }).completion({ context: 'c', signal: controller.signal });
+    const run = new RLM({ model: 'root', subModel: 'sub', languageModel, sandbox: { isolation: 'process' } }).completion({ context: 'c', signal: controller.signal });
     await subAsked.promise; // the run's block is waiting on the sub-call: its sandbox is running
     const during = workerPids().length;
     const stop = new Error('stop');

@@ -1,7 +1,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, type HostCall } from '../../src/index.js';
-import { createSandbox } from './helpers.js';
+import { createSandbox, inIsolation, ISOLATIONS } from './helpers.js';
 import { rejectionOf } from '../rejection.js';
 
 // Source shared by the test and the sandbox, so both sides build and check the same text. The
@@ -37,100 +37,104 @@ const SIZES = [
   { label: '100 MB', length: 100 * MB, alphabet: ASCII, options: BIG },
 ];
 
-describe('host -> sandbox replies', () => {
-  for (const { label, length, alphabet, options } of SIZES) {
-    it(`arrive intact at ${label}`, async () => {
-      const reply = sampleText(length, alphabet);
-      const sandbox = await createSandbox({ ...options, onHostCall: () => reply });
-      const result = await sandbox.execute(`${TEXT_HELPERS}\nconst reply = llm_query("send"); print(reply.length, checksum(reply))`);
-      expect(result.error).toBeUndefined();
-      expect(result.stdout).toBe(`${length} ${checksum(reply)}\n`);
-    });
-  }
+describe.each(ISOLATIONS)('%s isolation', (isolation) => {
+  inIsolation(isolation);
 
-  for (const count of [200, 1_000]) {
-    it(`carry all ${count} answers of an llm_query_batched of ~400 chars each`, async () => {
-      const answerTo = (prompt: string) => `${prompt}:${sampleText(400, MULTIBYTE)}`;
-      const sandbox = await createSandbox({
-        onHostCall: (call) => (call.kind === 'llm_query_batched' ? call.prompts.map((prompt) => answerTo(String(prompt))) : null),
+  describe('host -> sandbox replies', () => {
+    for (const { label, length, alphabet, options } of SIZES) {
+      it(`arrive intact at ${label}`, async () => {
+        const reply = sampleText(length, alphabet);
+        const sandbox = await createSandbox({ ...options, onHostCall: () => reply });
+        const result = await sandbox.execute(`${TEXT_HELPERS}\nconst reply = llm_query("send"); print(reply.length, checksum(reply))`);
+        expect(result.error).toBeUndefined();
+        expect(result.stdout).toBe(`${length} ${checksum(reply)}\n`);
       });
-      const result = await sandbox.execute(`${TEXT_HELPERS}
-const prompts = Array.from({ length: ${count} }, (_, i) => "prompt " + i);
-const answers = llm_query_batched(prompts);
-const tail = ":" + sampleText(400, ${JSON.stringify(MULTIBYTE)});
-print(answers.length, answers.every((answer, i) => answer === prompts[i] + tail))`);
-      expect(result.error).toBeUndefined();
-      expect(result.stdout).toBe(`${count} true\n`);
-    });
-  }
-});
+    }
 
-describe('sandbox -> host requests', () => {
-  for (const { label, length, alphabet, options } of SIZES) {
-    it(`arrive intact at ${label}`, async () => {
-      let received = '';
-      const sandbox = await createSandbox({ ...options, onHostCall: (call) => void (received = promptOf(call)) });
-      const result = await sandbox.execute(`${TEXT_HELPERS}\nllm_query(sampleText(${length}, ${JSON.stringify(alphabet)}))`);
-      expect(result.error).toBeUndefined();
-      expect(received.length).toBe(length);
-      expect(checksum(received)).toBe(checksum(sampleText(length, alphabet)));
-    });
-  }
-
-  it('stops a call over maxHostCallChars in the sandbox, before the host sees it', async () => {
-    const calls: HostCall[] = [];
-    const sandbox = await createSandbox({ maxHostCallChars: 10_000, onHostCall: (call) => void calls.push(call) });
-    const result = await sandbox.execute(
-      'try { llm_query("x".repeat(20_000)) } catch (error) { print(error instanceof Error, error.name, "|", error.message) }\nllm_query("small")',
-    );
-    expect(result.error).toBeUndefined();
-    expect(result.stdout).toMatch(/^true RangeError \| llm_query: the value is larger than the limit of 10000 characters of JSON for one host call\. Split the data/);
-    expect(calls).toEqual([{ kind: 'llm_query', prompt: 'small' }]);
-    expect(await rejectionOf(createSandbox({ maxHostCallChars: 10 }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/maxHostCallChars/) });
+    for (const count of [200, 1_000]) {
+      it(`carry all ${count} answers of an llm_query_batched of ~400 chars each`, async () => {
+        const answerTo = (prompt: string) => `${prompt}:${sampleText(400, MULTIBYTE)}`;
+        const sandbox = await createSandbox({
+          onHostCall: (call) => (call.kind === 'llm_query_batched' ? call.prompts.map((prompt) => answerTo(String(prompt))) : null),
+        });
+        const result = await sandbox.execute(`${TEXT_HELPERS}
+  const prompts = Array.from({ length: ${count} }, (_, i) => "prompt " + i);
+  const answers = llm_query_batched(prompts);
+  const tail = ":" + sampleText(400, ${JSON.stringify(MULTIBYTE)});
+  print(answers.length, answers.every((answer, i) => answer === prompts[i] + tail))`);
+        expect(result.error).toBeUndefined();
+        expect(result.stdout).toBe(`${count} true\n`);
+      });
+    }
   });
 
-  it('keeps the report on invalid calls short however many items are wrong', async () => {
-    const sandbox = await createSandbox({ onHostCall: () => 'unreachable' });
-    const result = await sandbox.execute('llm_query_batched(Array.from({ length: 10_000 }, () => [{ role: "wizard", content: "x".repeat(1_000) }]))');
-    expect(result.error?.name).toBe('TypeError');
-    expect(result.error?.message).toMatch(/^llm_query_batched: invalid arguments \(prompts\.0: .*; and 9,995 more problems\)$/);
-    expect(result.error!.message.length).toBeLessThan(2_000);
+  describe('sandbox -> host requests', () => {
+    for (const { label, length, alphabet, options } of SIZES) {
+      it(`arrive intact at ${label}`, async () => {
+        let received = '';
+        const sandbox = await createSandbox({ ...options, onHostCall: (call) => void (received = promptOf(call)) });
+        const result = await sandbox.execute(`${TEXT_HELPERS}\nllm_query(sampleText(${length}, ${JSON.stringify(alphabet)}))`);
+        expect(result.error).toBeUndefined();
+        expect(received.length).toBe(length);
+        expect(checksum(received)).toBe(checksum(sampleText(length, alphabet)));
+      });
+    }
+
+    it('stops a call over maxHostCallChars in the sandbox, before the host sees it', async () => {
+      const calls: HostCall[] = [];
+      const sandbox = await createSandbox({ maxHostCallChars: 10_000, onHostCall: (call) => void calls.push(call) });
+      const result = await sandbox.execute(
+        'try { llm_query("x".repeat(20_000)) } catch (error) { print(error instanceof Error, error.name, "|", error.message) }\nllm_query("small")',
+      );
+      expect(result.error).toBeUndefined();
+      expect(result.stdout).toMatch(/^true RangeError \| llm_query: the value is larger than the limit of 10000 characters of JSON for one host call\. Split the data/);
+      expect(calls).toEqual([{ kind: 'llm_query', prompt: 'small' }]);
+      expect(await rejectionOf(createSandbox({ maxHostCallChars: 10 }), ConfigurationError)).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/maxHostCallChars/) });
+    });
+
+    it('keeps the report on invalid calls short however many items are wrong', async () => {
+      const sandbox = await createSandbox({ onHostCall: () => 'unreachable' });
+      const result = await sandbox.execute('llm_query_batched(Array.from({ length: 10_000 }, () => [{ role: "wizard", content: "x".repeat(1_000) }]))');
+      expect(result.error?.name).toBe('TypeError');
+      expect(result.error?.message).toMatch(/^llm_query_batched: invalid arguments \(prompts\.0: .*; and 9,995 more problems\)$/);
+      expect(result.error!.message.length).toBeLessThan(2_000);
+    });
   });
-});
 
-describe('a sandbox sending bulk data', () => {
-  it('does not hold up the host calls of another sandbox', async () => {
-    let bulkDone = false;
-    const bulk = await createSandbox({ memoryLimitMb: 512, blockTimeoutMs: 10_000, onHostCall: (call) => promptOf(call).length });
-    const bystander = await createSandbox({ blockTimeoutMs: 10_000, onHostCall: () => (bulkDone ? 'stop' : 'go') });
-    const hostDelay = monitorEventLoopDelay({ resolution: 10 });
-    hostDelay.enable();
-    const cpuAtStart = process.cpuUsage();
+  describe('a sandbox sending bulk data', () => {
+    it('does not hold up the host calls of another sandbox', async () => {
+      let bulkDone = false;
+      const bulk = await createSandbox({ memoryLimitMb: 512, blockTimeoutMs: 10_000, onHostCall: (call) => promptOf(call).length });
+      const bystander = await createSandbox({ blockTimeoutMs: 10_000, onHostCall: () => (bulkDone ? 'stop' : 'go') });
+      const hostDelay = monitorEventLoopDelay({ resolution: 10 });
+      hostDelay.enable();
+      const cpuAtStart = process.cpuUsage();
 
-    const bulkRun = bulk
-      .execute('const sizes = []; for (let i = 0; i < 3; i++) sizes.push(llm_query("x".repeat(32 * 2 ** 20) + i)); print(sizes.join())')
-      .finally(() => (bulkDone = true));
-    const bystanderRun = bystander.execute(`
-let calls = 0;
-let slowestMs = 0;
-for (let answer = "go"; answer === "go"; calls++) {
-  const started = Date.now();
-  answer = llm_query("tick");
-  slowestMs = Math.max(slowestMs, Date.now() - started);
-}
-print(calls, slowestMs)`);
-    const [bulkResult, bystanderResult] = await Promise.all([bulkRun, bystanderRun]);
-    hostDelay.disable();
-    const cpu = process.cpuUsage(cpuAtStart);
+      const bulkRun = bulk
+        .execute('const sizes = []; for (let i = 0; i < 3; i++) sizes.push(llm_query("x".repeat(32 * 2 ** 20) + i)); print(sizes.join())')
+        .finally(() => (bulkDone = true));
+      const bystanderRun = bystander.execute(`
+  let calls = 0;
+  let slowestMs = 0;
+  for (let answer = "go"; answer === "go"; calls++) {
+    const started = Date.now();
+    answer = llm_query("tick");
+    slowestMs = Math.max(slowestMs, Date.now() - started);
+  }
+  print(calls, slowestMs)`);
+      const [bulkResult, bystanderResult] = await Promise.all([bulkRun, bystanderRun]);
+      hostDelay.disable();
+      const cpu = process.cpuUsage(cpuAtStart);
 
-    const size = 32 * MB + 1;
-    expect(bulkResult.stdout).toBe(`${size},${size},${size}\n`);
-    expect(bystanderResult.error).toBeUndefined();
-    const [calls, slowestMs] = bystanderResult.stdout.trim().split(' ').map(Number);
-    expect(calls).toBeGreaterThan(10);
-    expect(slowestMs).toBeLessThan(1_500);
-    expect(hostDelay.max / 1e6).toBeLessThan(1_000);
-    // Joining the growing frame on every read cost the host about 9 s of CPU here; now under 1 s.
-    expect((cpu.user + cpu.system) / 1_000).toBeLessThan(4_000);
+      const size = 32 * MB + 1;
+      expect(bulkResult.stdout).toBe(`${size},${size},${size}\n`);
+      expect(bystanderResult.error).toBeUndefined();
+      const [calls, slowestMs] = bystanderResult.stdout.trim().split(' ').map(Number);
+      expect(calls).toBeGreaterThan(10);
+      expect(slowestMs).toBeLessThan(1_500);
+      expect(hostDelay.max / 1e6).toBeLessThan(1_000);
+      // Joining the growing frame on every read cost the host about 9 s of CPU here; now under 1 s.
+      expect((cpu.user + cpu.system) / 1_000).toBeLessThan(4_000);
+    });
   });
 });

@@ -1,11 +1,26 @@
-import { afterEach } from 'vitest';
-import { Sandbox, type SandboxOptions } from '../../src/index.js';
+import { afterEach, beforeEach } from 'vitest';
+import { Sandbox, type Isolation, type SandboxOptions } from '../../src/index.js';
 
 const open: Sandbox[] = [];
 
+/** Both ways sandboxes are separated: suites where it matters run once in each (see inIsolation). */
+export const ISOLATIONS: Isolation[] = ['isolate', 'process'];
+
+let isolation: Isolation = 'isolate';
+
+/** Makes createSandbox use `mode` in the tests of the enclosing describe (e.g. describe.each(ISOLATIONS)). */
+export function inIsolation(mode: Isolation): void {
+  beforeEach(() => {
+    isolation = mode;
+  });
+  afterEach(() => {
+    isolation = 'isolate';
+  });
+}
+
 /** A sandbox with test-sized limits, disposed after the test. */
 export async function createSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
-  const sandbox = await Sandbox.create({ memoryLimitMb: 128, blockTimeoutMs: 2_000, ...options });
+  const sandbox = await Sandbox.create({ memoryLimitMb: 128, blockTimeoutMs: 2_000, isolation, ...options });
   open.push(sandbox);
   return sandbox;
 }

@@ -37,8 +37,8 @@ it('a sandbox worker dies soon after the program using the library is killed, ev
   }
 });
 
-it('a disposed sandbox has no worker process left: dispose resolves once it has exited', async () => {
-  const sandbox = await Sandbox.create({ memoryLimitMb: 64 });
+it('with process isolation, a disposed sandbox has no worker process left: dispose resolves once it has exited', async () => {
+  const sandbox = await Sandbox.create({ memoryLimitMb: 64, isolation: 'process' });
   await sandbox.execute('const busy = 1');
   const pid = sandbox.processId!;
   expect(isRunning(pid)).toBe(true);
@@ -46,14 +46,14 @@ it('a disposed sandbox has no worker process left: dispose resolves once it has 
   expect(isReaped(pid)).toBe(true);
 });
 
-it('RLM.completion resolves with its sandbox worker gone, at once', async () => {
+it('with process isolation, RLM.completion resolves with its sandbox worker gone, at once', async () => {
   const pidsDuringRun: number[] = [];
   const languageModel = new ScriptedModel((_request, index) => {
     if (index === 0) return repl('print(1)');
     pidsDuringRun.push(...workerPids());
     return 'FINAL(done)';
   });
-  expect((await new RLM({ model: 'root', languageModel }).completion('c')).response).toBe('done');
+  expect((await new RLM({ model: 'root', languageModel, sandbox: { isolation: 'process' } }).completion('c')).response).toBe('done');
   // The pool's spares wait for the next run; the run's own worker is gone.
   expect(pidsDuringRun.filter(isReaped)).toHaveLength(1);
 });
