@@ -91,7 +91,7 @@ function addBatchCommand(program: Command, io: CommandIo, setExitCode: SetExitCo
   addRunOptionFlags(batch)
     .addHelpText('after', BATCH_EXAMPLES)
     .action(async (tasksPath: string, flags: BatchFlags) => {
-      startSandboxWorker();
+      startSandboxWorker(flags.isolation);
       const { batchCommand } = await import('./batch-command.js');
       setExitCode(await batchCommand(tasksPath, flags, io));
     });
