@@ -50,6 +50,10 @@ export const DEFAULTS = {
     /** Child RLMs running at once per depth of the run tree. */
     maxConcurrentChildren: 4,
   },
+  batch: {
+    /** Tasks of a batch running at once (each is a whole run with its own sandbox). */
+    concurrency: 4,
+  },
   server: {
     host: '127.0.0.1',
     /** Not a port discovery probes (11434, 1234, 8080, 8000), nor one a common local tool takes. */

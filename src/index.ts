@@ -40,6 +40,20 @@ export type { FileContext } from './sandbox/context-file.js';
 export type { BlockError, BlockWaitingHandler, ExecuteResult, HostCallHandler, SandboxOptions, ToolOptions, Variable } from './sandbox/sandbox.js';
 export type { HostCall, HostCallKind } from './sandbox/protocol.js';
 
+// Batches: many tasks, resumable, with cost and accuracy at the end
+export { runBatch } from './batch/run-batch.js';
+export type { BatchEvent, BatchResult, RunBatchOptions } from './batch/run-batch.js';
+export { readTasksFile } from './batch/tasks.js';
+export type { BatchTask, OpenAIBatchLine, RlmTaskLine, TaskLine } from './batch/tasks.js';
+export { readResults } from './batch/results.js';
+export type { OpenAIResultLine, ResultLine, TaskRecord, TaskUsage } from './batch/results.js';
+export { loadScorer, SCORERS } from './batch/scorers.js';
+export type { ScoreInput, Scorer, ScorerName } from './batch/scorers.js';
+export type { BatchSummary } from './batch/summary.js';
+export { MemorySpendAccount } from './engine/spend-account.js';
+export type { SpendAccount } from './engine/spend-account.js';
+export { ModelScheduler } from './lm/scheduler.js';
+
 // RLM as an OpenAI-compatible model
 export { ChatCompletions, splitModelName } from './api/chat-completions.js';
 export type { ChatCompletionsOptions } from './api/chat-completions.js';

@@ -76,12 +76,14 @@ function importCycles(): string[][] {
 /** Where each folder's modules may import from (ARCHITECTURE.md, "What may import what"). */
 const SHARED = 'src/*.ts';
 const MAY_IMPORT: Record<string, string[]> = {
-  'src/cli': ['src/index.ts', 'src/testing.ts', 'src/view', 'src/tools', 'src/sandbox', SHARED],
+  'src/cli': ['src/index.ts', 'src/testing.ts', 'src/view', 'src/tools', 'src/sandbox', 'src/inputs', SHARED],
+  'src/batch': ['src/api', 'src/engine', 'src/lm', 'src/tools', 'src/inputs', SHARED],
   'src/server': ['src/api', 'src/engine', 'src/lm', SHARED],
   'src/api': ['src/engine', 'src/lm', SHARED],
   'src/testing': ['src/engine', 'src/lm', SHARED],
   'src/engine': ['src/lm', 'src/sandbox', 'src/tools', SHARED],
   'src/tools': ['src/lm', 'src/sandbox', SHARED],
+  'src/inputs': ['src/sandbox', SHARED],
   'src/sandbox': [SHARED],
   'src/lm': [SHARED],
   'src/view': [],

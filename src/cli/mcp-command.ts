@@ -8,7 +8,7 @@ import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sd
 import { z } from 'zod';
 import { checkOutputSchema, RLM, RlmError, RunFailedError, type RLMOptions } from '../index.js';
 import { describeError } from '../errors.js';
-import { loadContexts } from './contexts.js';
+import { loadContexts } from '../inputs/contexts.js';
 import type { CommandIo } from './io.js';
 import { buildOptions } from './run-command.js';
 import type { RunOptionFlags } from './run-options.js';

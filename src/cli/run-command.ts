@@ -1,6 +1,6 @@
 import { ConfigurationError, DEFAULTS, findLocalServer, LOCAL_SERVER_CANDIDATES, RLM, RlmError, RunFailedError, type RLMOptions, type RlmResult, type UsageSummary } from '../index.js';
 import { describeError } from '../errors.js';
-import { loadContexts, type ContextFormat } from './contexts.js';
+import { loadContexts, type ContextFormat } from '../inputs/contexts.js';
 import { loadOutputSchemaFile } from './output-schema-file.js';
 import { ProgressView, type ProgressMode } from './progress.js';
 import { runOptionsFromFlags, type RunOptionFlags } from './run-options.js';

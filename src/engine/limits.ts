@@ -1,6 +1,8 @@
 import { ConfigurationError, describeError, RlmError } from '../errors.js';
 import { formatDuration } from '../format.js';
+import type { TokenUsage } from '../lm/types.js';
 import type { UsageSummary, UsageTracker } from '../lm/usage.js';
+import type { SpendAccount } from './spend-account.js';
 
 export type LimitCode = 'max_iterations' | 'max_tokens' | 'max_budget' | 'max_time' | 'max_errors' | 'max_llm_calls' | 'context_window';
 
@@ -73,6 +75,8 @@ interface TreeLimits {
   maxBudgetUsd?: number | undefined;
   maxLlmCalls?: number | undefined;
   maxTimeMs?: number | undefined;
+  /** Money shared with other runs (a batch's): checked before every call, charged after it. */
+  spendAccount?: SpendAccount | undefined;
 }
 
 /**
@@ -122,25 +126,30 @@ export class TreeBudget {
   }
 
   /** Throws (and stops the tree) if another model call would break a limit. */
-  beforeCall(model: string): void {
+  async beforeCall(model: string): Promise<void> {
     this.signal.throwIfAborted();
-    if (this.limits.maxBudgetUsd !== undefined && !this.usage.hasPrice(model)) {
+    const { maxLlmCalls, maxBudgetUsd, spendAccount } = this.limits;
+    if ((maxBudgetUsd !== undefined || spendAccount) && !this.usage.hasPrice(model)) {
       throw new ConfigurationError(`The run has a budget, and model "${model}" has no price: give one with --price ${model}=IN,OUT or the prices option.`);
     }
-    const { maxLlmCalls } = this.limits;
     // Counted when calls start, so a batch in flight cannot overshoot the limit.
     if (maxLlmCalls !== undefined && this.callsStarted >= maxLlmCalls) {
       this.fail(new RunLimitError('max_llm_calls', `Model call limit reached: ${maxLlmCalls} calls were made.`));
     }
     this.callsStarted++;
+    if (spendAccount && (await spendAccount.remaining()) <= 0) {
+      this.fail(new RunLimitError('max_budget', 'Shared budget reached: the runs sharing it (a batch) have spent it all. Raise --max-budget to go on.'));
+    }
   }
 
   /**
-   * Stops the tree if the usage so far breaks a limit. It does not throw: the reply that crossed
-   * the limit still reaches its caller (it may be the best partial answer); what runs next sees
-   * the aborted signal.
+   * Charges one call's cost to the shared account, and stops the tree if the usage so far breaks a
+   * limit. It does not throw: the reply that crossed the limit still reaches its caller (it may be
+   * the best partial answer); what runs next sees the aborted signal.
    */
-  afterCall(): void {
+  async afterCall(model: string, callUsage: TokenUsage): Promise<void> {
+    const cost = this.usage.costOf(model, callUsage);
+    if (this.limits.spendAccount && cost !== null) await this.limits.spendAccount.charge(cost);
     const summary = this.usage.summary();
     const { maxTokens, maxBudgetUsd } = this.limits;
     const tokens = summary.inputTokens + summary.outputTokens;

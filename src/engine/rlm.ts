@@ -21,6 +21,7 @@ import { RunFailedError, RunLimitError, TreeBudget, type RunFailureDetails } fro
 import type { CallerTools } from './caller-tools.js';
 import { outputSchemaOf, type OutputSchema, type OutputSchemaSpec } from './output-schema.js';
 import { Run } from './run.js';
+import type { SpendAccount } from './spend-account.js';
 import type { RunSettings, SessionState, TreeShared } from './run-types.js';
 import { TrajectoryLogger } from './trajectory.js';
 
@@ -62,6 +63,21 @@ const rlmOptionsSchema = z.object({
   maxLlmCalls: positive.optional(),
   /** Requests in flight at once per model, over the whole tree. @default DEFAULTS.lm.maxConcurrency */
   maxConcurrency: positive.default(DEFAULTS.lm.maxConcurrency),
+  /**
+   * One per-model request queue for every run of this RLM and of any other RLM given the same
+   * scheduler (a batch's tasks): they share its limit per model (its concurrency, not
+   * `maxConcurrency`), and a server's retry-after pauses all of their requests to that model.
+   * @default a new queue for each run, of `maxConcurrency` slots per model
+   */
+  scheduler: z.custom<ModelScheduler>((value) => value instanceof ModelScheduler, 'expected a ModelScheduler').optional(),
+  /**
+   * Money shared with other runs (a batch's): each model call is checked against what is left and
+   * charged its cost; a run whose call finds it spent stops with `max_budget`. Needs prices, as
+   * `maxBudgetUsd` does.
+   */
+  spendAccount: z
+    .custom<SpendAccount>((value) => isFunction((value as SpendAccount)?.remaining) && isFunction((value as SpendAccount)?.charge), 'expected an object with remaining() and charge() methods')
+    .optional(),
   /** Child RLMs running at once per depth. @default DEFAULTS.engine.maxConcurrentChildren */
   maxConcurrentChildren: positive.default(DEFAULTS.engine.maxConcurrentChildren),
   /** Model calls one tool-calling loop may make. @default DEFAULTS.lm.maxToolIterations */
@@ -160,7 +176,7 @@ export class RLM {
   constructor(options: RLMOptions) {
     this.#options = parseOptions(rlmOptionsSchema, options, 'RLM options');
     if (this.#options.logDir) prepareLogFolder(this.#options.logDir);
-    if (this.#options.maxBudgetUsd !== undefined) requirePrices([this.#options.model, this.#options.subModel ?? this.#options.model], this.#prices());
+    if (this.#options.maxBudgetUsd !== undefined || this.#options.spendAccount) requirePrices([this.#options.model, this.#options.subModel ?? this.#options.model], this.#prices());
     this.#models = resolveModelProvider(this.#options);
     this.#settings = settingsOf(this.#options);
   }
@@ -234,7 +250,7 @@ export class RLM {
     try {
       logger = this.#startLog(input);
       const settings = await this.#runSettings();
-      const gateway = new ModelGateway({ models: this.#models, scheduler: new ModelScheduler(this.#options.maxConcurrency), usage, guard: budget, signal: budget.signal });
+      const gateway = new ModelGateway({ models: this.#models, scheduler: this.#options.scheduler ?? new ModelScheduler(this.#options.maxConcurrency), usage, guard: budget, signal: budget.signal });
       const shared: TreeShared = {
         settings,
         budget,

@@ -3,7 +3,7 @@ import { describeError } from '../errors.js';
 import { estimateTokens } from './token-estimate.js';
 import type { ModelScheduler } from './scheduler.js';
 import type { ModelProvider } from './provider.js';
-import type { ChatRequest, ChatResponse } from './types.js';
+import type { ChatRequest, ChatResponse, TokenUsage } from './types.js';
 import type { UsageTracker } from './usage.js';
 
 export type ModelCallEvent =
@@ -36,8 +36,8 @@ interface ModelGatewayOptions {
   onEvent?: (event: ModelCallEvent) => void;
   /** Why the calls are made, reported in events: the root model's turns, or sub-calls from code. */
   purpose?: 'root' | 'sub';
-  /** Checks run before and after every call (run limits); throwing stops the call. */
-  guard?: { beforeCall(model: string): void; afterCall(): void };
+  /** Checks run before and after every call (run limits, a shared spend account); throwing stops the call. */
+  guard?: { beforeCall(model: string): void | Promise<void>; afterCall(model: string, usage: TokenUsage): void | Promise<void> };
   /** Aborts every call made through this gateway (the run's signal). */
   signal?: AbortSignal;
 }
@@ -70,7 +70,7 @@ export class ModelGateway {
   async chat(request: ChatRequest): Promise<ChatResponse> {
     const { models, scheduler, usage, onEvent, guard } = this.options;
     const callId = randomUUID();
-    const { signal: requestSignal, ...shown } = request;
+    const { signal: requestSignal, onRetryAfter: callerOnRetryAfter, ...shown } = request;
     const signals = [requestSignal, this.options.signal].filter((signal): signal is AbortSignal => signal !== undefined);
     const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
     const base = { callId, model: request.model, depth: this.depth, purpose: this.options.purpose ?? 'sub', request: shown };
@@ -81,24 +81,33 @@ export class ModelGateway {
     try {
       response = await scheduler.run(
         request.model,
-        () => {
-          guard?.beforeCall(request.model);
+        async () => {
+          await guard?.beforeCall(request.model);
           inFlight = true;
           onEvent?.({ type: 'llm-call-running', callId, model: request.model, depth: base.depth, purpose: base.purpose });
-          return models.getModel(request.model).chat({ ...request, signal });
+          // A server's retry-after holds back every request to this model that shares the scheduler.
+          const onRetryAfter = (ms: number) => {
+            scheduler.pauseModel(request.model, ms);
+            callerOnRetryAfter?.(ms);
+          };
+          return models.getModel(request.model).chat({ ...request, signal, onRetryAfter });
         },
         signal,
       );
     } catch (error) {
       // A call cut off in flight may still be billed for its prompt: count that, so a budget errs high.
-      if (inFlight && signal?.aborted) usage.record(request.model, { inputTokens: estimateTokens(request.messages), outputTokens: 0 });
+      if (inFlight && signal?.aborted) {
+        const estimated = { inputTokens: estimateTokens(request.messages), outputTokens: 0 };
+        usage.record(request.model, estimated);
+        await guard?.afterCall(request.model, estimated);
+      }
       const { name, message } = describeError(error);
       onEvent?.({ type: 'llm-call-end', ...base, durationMs: performance.now() - started, error: { name, message } });
       throw error;
     }
     usage.record(request.model, response.usage);
     onEvent?.({ type: 'llm-call-end', ...base, response, costUsd: usage.costOf(request.model, response.usage), durationMs: performance.now() - started });
-    guard?.afterCall();
+    await guard?.afterCall(request.model, response.usage);
     return response;
   }
 }

@@ -102,7 +102,9 @@ export class OpenAIModel implements LanguageModel {
         if (request.signal?.aborted) throw request.signal.reason;
         const failure = toModelError(error, request.model);
         if (!failure.retriable || attempt >= this.settings.maxRetries) throw finalFailure(failure, attempt + 1);
-        await sleep(retryDelayMs(attempt, failure.retryAfterMs, this.settings.maxRetryDelayMs), request.signal);
+        const delayMs = retryDelayMs(attempt, failure.retryAfterMs, this.settings.maxRetryDelayMs);
+        if (failure.retryAfterMs !== undefined) request.onRetryAfter?.(delayMs);
+        await sleep(delayMs, request.signal);
       }
     }
   }

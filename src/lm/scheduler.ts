@@ -14,12 +14,16 @@ export class KeyedQueues<Key> {
 
   /** Runs `task` when `key` has a free slot. Queued work is dropped when `signal` aborts. */
   run<T>(key: Key, task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.queueOf(key).add(task, { signal }) as Promise<T>;
+  }
+
+  protected queueOf(key: Key): PQueue {
     let queue = this.queues.get(key);
     if (!queue) {
       queue = new PQueue({ concurrency: this.concurrency });
       this.queues.set(key, queue);
     }
-    return queue.add(task, { signal }) as Promise<T>;
+    return queue;
   }
 
   /** Tasks waiting for a slot, over all keys. */
@@ -39,11 +43,39 @@ export class KeyedQueues<Key> {
 
 /**
  * Limits how many requests run at once against each model. One scheduler is shared by a run and
- * all of its child runs. Only the HTTP call itself holds a slot: a caller that waits for other
- * work (a tool loop, a child run) holds none, so nested waits cannot deadlock.
+ * all of its child runs, and may be shared by many runs (the `scheduler` RLM option: a batch's
+ * tasks). Only the HTTP call itself holds a slot: a caller that waits for other work (a tool loop,
+ * a child run) holds none, so nested waits cannot deadlock.
  */
 export class ModelScheduler extends KeyedQueues<string> {
+  private readonly pausedUntil = new Map<string, { until: number; timer: NodeJS.Timeout }>();
+
   constructor(concurrency: number = DEFAULTS.lm.maxConcurrency) {
     super(concurrency);
   }
+
+  /**
+   * Starts no request to `model` for `ms` (a server's retry-after): a rate limit is the server's
+   * answer to everyone who calls it, so every run sharing this scheduler waits, not only the
+   * request that was told. Requests already in flight go on. A later, longer pause extends it.
+   */
+  pauseModel(model: string, ms: number): void {
+    if (!(ms > 0)) return;
+    const until = Date.now() + Math.min(ms, MAX_PAUSE_MS);
+    const current = this.pausedUntil.get(model);
+    if (current && current.until >= until) return;
+    if (current) clearTimeout(current.timer);
+    const queue = this.queueOf(model);
+    queue.pause();
+    const timer = setTimeout(() => {
+      this.pausedUntil.delete(model);
+      queue.start();
+    }, until - Date.now());
+    // A pause must not keep a finished program alive.
+    timer.unref?.();
+    this.pausedUntil.set(model, { until, timer });
+  }
 }
+
+/** No server's retry-after holds a model's queue longer than this (a bad header must not stall a batch). */
+const MAX_PAUSE_MS = DEFAULTS.lm.maxRetryDelayMs;

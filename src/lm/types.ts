@@ -42,6 +42,12 @@ export interface ChatRequest {
   /** Passed through as OpenAI's `response_format` (e.g. `{ type: 'json_object' }`). */
   responseFormat?: Record<string, unknown>;
   signal?: AbortSignal;
+  /**
+   * Called when the server asks to wait before the next request (retry-after on a 429 or 503), with
+   * the wait in ms, before the model waits and retries: the caller may hold back its other requests
+   * to that server too (ModelGateway pauses the model's queue).
+   */
+  onRetryAfter?: (ms: number) => void;
 }
 
 export interface TokenUsage {

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { extname, join, relative } from 'node:path';
-import { fileContext } from '../index.js';
-import { UsageError } from './usage-error.js';
+import { ConfigurationError } from '../errors.js';
+import { fileContext } from '../sandbox/context-file.js';
 import { isJsonText } from '../json-text.js';
 
 /** Folders a directory context skips: version control and dependency trees are never the point. */
@@ -33,9 +33,9 @@ interface ContextSources {
  */
 export async function loadContexts(options: ContextSources): Promise<unknown> {
   const { sources, readStdin, format, notice } = options;
-  if (sources.includes('-') && !readStdin) throw new UsageError('Standard input cannot be read here: pass files or folders.');
+  if (sources.includes('-') && !readStdin) throw new ConfigurationError('Standard input cannot be read here: pass files or folders.');
   if (sources.filter((source) => source === '-').length > 1) {
-    throw new UsageError('Standard input can be read only once: pass --context - a single time.');
+    throw new ConfigurationError('Standard input can be read only once: pass --context - a single time.');
   }
   const single = sources.length === 1 ? largeTextFile(sources[0]!, format) : undefined;
   if (single) return fileContext(single);
@@ -53,12 +53,12 @@ function loadPath(path: string, options: ContextSources): unknown {
   try {
     stats = statSync(path);
   } catch {
-    throw new UsageError(`Context file not found: ${path}. Pass an existing file or folder${options.readStdin ? ', or - for standard input' : ''}.`);
+    throw new ConfigurationError(`Context file not found: ${path}. Pass an existing file or folder${options.readStdin ? ', or - for standard input' : ''}.`);
   }
   if (stats.isDirectory()) return loadDirectory(path, notice);
   const bytes = readBytes(path);
   if (looksBinary(bytes)) {
-    throw new UsageError(`Context file ${path} looks binary (it has NUL bytes), not text: rlm reads text, JSON and JSON Lines. Convert it to text first.`);
+    throw new ConfigurationError(`Context file ${path} looks binary (it has NUL bytes), not text: rlm reads text, JSON and JSON Lines. Convert it to text first.`);
   }
   return parseText(decode(bytes, path, notice), format ?? formatByExtension(path), path, options);
 }
@@ -121,7 +121,7 @@ function parseText(text: string, format: ContextFormat | ((text: string) => Cont
     try {
       return JSON.parse(text);
     } catch (error) {
-      throw new UsageError(`Context ${label} is not valid JSON: ${(error as Error).message}${asText}`);
+      throw new ConfigurationError(`Context ${label} is not valid JSON: ${(error as Error).message}${asText}`);
     }
   }
   return text
@@ -132,7 +132,7 @@ function parseText(text: string, format: ContextFormat | ((text: string) => Cont
       try {
         return JSON.parse(line) as unknown;
       } catch (error) {
-        throw new UsageError(`Context ${label}, line ${number}, is not valid JSON: ${(error as Error).message}${asText}`);
+        throw new ConfigurationError(`Context ${label}, line ${number}, is not valid JSON: ${(error as Error).message}${asText}`);
       }
     });
 }
@@ -161,7 +161,7 @@ function readBytes(path: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
-    throw new UsageError(`Cannot read context file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new ConfigurationError(`Cannot read context file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
 }
 
