@@ -13,6 +13,7 @@ import type { ServeFlags } from './serve-command.js';
 import type { ViewFlags } from './view-command.js';
 import type { McpFlags } from './mcp-command.js';
 import type { FakeServerFlags } from './fake-server-command.js';
+import type { WorkerFlags } from './worker-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
 
 
@@ -26,7 +27,7 @@ function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
-  for (const addCommand of [addRunCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand]) addCommand(program, io, setExitCode);
+  for (const addCommand of [addRunCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand, addWorkerCommand]) addCommand(program, io, setExitCode);
   program.addHelpText(
     'after',
     `
@@ -118,6 +119,26 @@ function addFakeServerCommand(program: Command, io: CommandIo, setExitCode: SetE
     });
 }
 
+function addWorkerCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
+  const worker = program
+    .command('worker')
+    .description("run the tasks of a batch queued in Redis (rlm batch --queue), with this machine's models, key and files")
+    .option('--queue <url>', 'the Redis of the batch: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS')
+    .option('--name <batch>', `the batch to work for (default: ${DEFAULTS.queue.batchName})`)
+    .option('--concurrency <n>', `tasks run at once (default: ${DEFAULTS.queue.concurrency})`, number('integer'))
+    .option('--data-dir <dir>', "where the tasks' context paths and a scorer module are read from (default: the working directory)")
+    .option('--grace <seconds>', `after SIGTERM or Ctrl-C, how long running tasks may take to finish before they go back to the queue (default: ${DEFAULTS.queue.graceMs / 1000})`, number('positive'))
+    .option('--lock-duration <seconds>', `a task of a worker that stops answering goes to another after this long (default: ${DEFAULTS.queue.lockDurationMs / 1000})`, number('positive'))
+    .option('--stalled-interval <seconds>', `how often to look for tasks of workers that died (default: ${DEFAULTS.queue.stalledIntervalMs / 1000})`, number('positive'))
+    .option('--quiet', 'no progress output on stderr');
+  addModelFlags(worker);
+  addRunOptionFlags(worker).action(async (flags: WorkerFlags) => {
+    startSandboxWorker();
+    const { workerCommand } = await import('./worker-command.js');
+    setExitCode(await workerCommand(flags, io));
+  });
+}
+
 /** The flags that name the models, for the commands that start runs of their own. */
 function addModelFlags(command: Command): void {
   command
@@ -145,7 +166,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.unknownOption' && argv[0]?.startsWith('-')) {
-        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, mcp, view, fake-server)\n`);
+        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, mcp, view, fake-server, worker)\n`);
       }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }

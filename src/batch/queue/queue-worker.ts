@@ -1,43 +1,39 @@
 import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import { RlmError } from '../../errors.js';
+import type { SpendAccount } from '../../engine/spend-account.js';
+import { ConfigurationError, RlmError } from '../../errors.js';
 import { batchKeys } from './batch-record.js';
 import { connectionOptions, KEY_PREFIX, type QueueAddress } from './queue-connection.js';
 import { RedisSpendAccount } from './redis-spend-account.js';
-import { taskLineOf } from './task-jobs.js';
+import { taskLineOf, type BatchSettings, type TaskJobData } from './task-jobs.js';
 
-/** What a job returns: the results-file line the coordinator writes, and its status for the counts. */
-export interface TaskJobResult {
-  status: 'completed' | 'failed';
-  line: Record<string, unknown>;
-}
+/**
+ * What a job returns: the results-file line the coordinator writes and its status for the counts,
+ * or `not-started` for a task the worker did not start because the batch's budget was spent (it
+ * gets no line, as in `rlm batch`, so a rerun with a larger budget runs it).
+ */
+export type TaskJobResult = { status: 'completed' | 'failed'; line: Record<string, unknown> } | { status: 'not-started' };
 
 /** One finished run of a task, as the worker's runner reports it. */
-export interface TaskOutcome extends TaskJobResult {
-  /** The failure may pass on another try (an upstream error after rlm's own retries). */
-  retriable: boolean;
-  /** Why it failed, for BullMQ's record of a try that is retried. */
-  reason?: string;
-}
+export type TaskOutcome = { status: 'completed' | 'failed'; line: Record<string, unknown>; retriable: boolean; reason?: string };
 
 /** Runs one task line (read against the worker's own --data-dir, with its own models and key). */
 export type TaskRunner = (input: {
   taskId: string;
   line: string;
-  /** The batch's budget, shared with every worker: the run's model calls charge it. */
-  account: RedisSpendAccount;
+  /** The batch's settings the job carries (scorer, task budget). */
+  settings: BatchSettings;
+  /** The batch's budget, shared with every worker; undefined when the batch has none. */
+  account: SpendAccount | undefined;
   /** Aborted when the task is handed back (grace period over). */
   signal: AbortSignal;
-  /** The try this is, from 1: the results line records it. */
-  attempt: number;
-}) => Promise<TaskOutcome>;
-
-/** Builds the line of a task that never ran because the batch budget was spent. */
-export type BudgetSpentLine = (input: { taskId: string; line: string; budgetUsd: number; spentUsd: number }) => TaskJobResult;
+  /** Runs of this task so far, this one included (earlier batches' too). */
+  attempts: number;
+}) => Promise<TaskOutcome | undefined>;
 
 export type QueueWorkerEvent =
   | { type: 'task-start'; taskId: string; attempt: number }
-  | { type: 'task-end'; taskId: string; status: 'completed' | 'failed' | 'retry' | 'handed-back'; attempt: number }
+  | { type: 'task-end'; taskId: string; status: 'completed' | 'failed' | 'retry' | 'handed-back' | 'not-started'; attempt: number }
   | { type: 'error'; message: string };
 
 export interface QueueWorkerOptions {
@@ -49,7 +45,6 @@ export interface QueueWorkerOptions {
   lockDurationMs: number;
   stalledIntervalMs: number;
   runTask: TaskRunner;
-  budgetSpentLine: BudgetSpentLine;
   onEvent?: (event: QueueWorkerEvent) => void;
 }
 
@@ -92,7 +87,6 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Run
       }, options.graceMs);
       await worker.close();
       clearTimeout(grace);
-      await account.settled();
     },
   };
 }
@@ -102,41 +96,47 @@ class HandBack extends Error {
   override name = 'HandBack';
 }
 
-async function processJob({ job, token, account, running, options }: { job: Job; token: string | undefined; account: RedisSpendAccount; running: Map<string, AbortController>; options: QueueWorkerOptions }): Promise<TaskJobResult> {
-  const { taskId, line } = readJob(job);
-  await account.refresh();
-  if (account.budgetUsd !== undefined && account.remaining() <= 0) {
-    await account.settled();
-    return options.budgetSpentLine({ taskId, line, budgetUsd: account.budgetUsd, spentUsd: account.budgetUsd - account.remaining() });
-  }
-  const attempt = job.attemptsStarted || 1;
+async function processJob({ job, token, account, running, options }: { job: Job<TaskJobData>; token: string | undefined; account: RedisSpendAccount; running: Map<string, AbortController>; options: QueueWorkerOptions }): Promise<TaskJobResult> {
+  const { taskId, line, settings } = readJob(job);
+  const attempt = (settings.previousAttempts ?? 0) + Math.max(1, job.attemptsStarted);
+  const remaining = await account.remaining();
+  if (remaining <= 0) return notStarted(taskId, attempt, options);
   const controller = new AbortController();
   running.set(job.id!, controller);
   options.onEvent?.({ type: 'task-start', taskId, attempt });
   try {
-    const outcome = await options.runTask({ taskId, line, account, signal: controller.signal, attempt });
+    const shared = Number.isFinite(remaining) ? account : undefined;
+    const outcome = await options.runTask({ taskId, line, settings, account: shared, signal: controller.signal, attempts: attempt }).catch((error: unknown) => {
+      // A task this worker cannot read (a path missing under its --data-dir) fails at once.
+      if (error instanceof ConfigurationError) throw new UnrecoverableError(error.message);
+      throw error;
+    });
     if (controller.signal.aborted) {
       // Handed back: the job waits for another worker, its tries left as they were.
       await job.moveToWait(token);
       options.onEvent?.({ type: 'task-end', taskId, status: 'handed-back', attempt });
       throw new WaitingError();
     }
+    if (outcome === undefined) return notStarted(taskId, attempt, options);
     // BullMQ counts failed tries in attemptsMade (a try cut by a dead worker is not one of them).
     if (outcome.retriable && job.attemptsMade + 1 < (job.opts.attempts ?? 1)) {
       options.onEvent?.({ type: 'task-end', taskId, status: 'retry', attempt });
       throw new Error(outcome.reason ?? 'the task failed and may pass on another try');
     }
     options.onEvent?.({ type: 'task-end', taskId, status: outcome.status, attempt });
-    // Costs reach Redis before the result counts as done, so status never shows a result without its spend.
-    await account.settled();
     return { status: outcome.status, line: outcome.line };
   } finally {
     running.delete(job.id!);
   }
 }
 
+function notStarted(taskId: string, attempt: number, options: QueueWorkerOptions): TaskJobResult {
+  options.onEvent?.({ type: 'task-end', taskId, status: 'not-started', attempt });
+  return { status: 'not-started' };
+}
+
 /** The task a job carries; a job this worker cannot read fails at once (another try reads the same bytes). */
-function readJob(job: Job): { taskId: string; line: string } {
+function readJob(job: Job<TaskJobData>): ReturnType<typeof taskLineOf> {
   try {
     return taskLineOf(job.data);
   } catch (error) {

@@ -13,6 +13,17 @@ export interface TaskJobData {
   taskId: string;
   /** The line, gzip-compressed, in base64 (BullMQ keeps job data as JSON text). */
   line: string;
+  settings: BatchSettings;
+}
+
+/** The coordinator's batch flags a worker needs to run a task as `rlm batch` would. */
+export interface BatchSettings {
+  /** exact, contains, number, json, or a module path the workers can load (relative to their --data-dir). */
+  scorer?: string;
+  /** USD one task may spend (--task-budget). */
+  taskBudgetUsd?: number;
+  /** Runs of the task in earlier batches, from the results file: the result's `attempts` goes on from them. */
+  previousAttempts?: number;
 }
 
 export const JOB_FORMAT = 'rlm-task-line/1';
@@ -35,7 +46,7 @@ export function taskIdOfJob(jobId: string): string {
  * The job data of one task line; a line whose compressed size passes `maxBytes` is refused with
  * advice, before anything is queued (Redis holds every job in memory).
  */
-export function taskJobData({ taskId, line, lineNumber, maxBytes }: { taskId: string; line: string; lineNumber: number; maxBytes: number }): TaskJobData {
+export function taskJobData({ taskId, line, lineNumber, maxBytes, settings }: { taskId: string; line: string; lineNumber: number; maxBytes: number; settings: BatchSettings }): TaskJobData {
   const compressed = gzipSync(line);
   if (compressed.length > maxBytes) {
     throw new ConfigurationError(
@@ -43,14 +54,14 @@ export function taskJobData({ taskId, line, lineNumber, maxBytes }: { taskId: st
         'put its context in a file the workers can read (context_path, relative to their --data-dir) or at an http(s) URL they fetch, or raise --max-inline-mb.',
     );
   }
-  return { format: JOB_FORMAT, taskId, line: compressed.toString('base64') };
+  return { format: JOB_FORMAT, taskId, line: compressed.toString('base64'), settings };
 }
 
 /** The task line a job carries; a job of an unknown shape is refused (not retried: it will not change). */
-export function taskLineOf(data: unknown): { taskId: string; line: string } {
+export function taskLineOf(data: unknown): { taskId: string; line: string; settings: BatchSettings } {
   const job = data as Partial<TaskJobData> | null;
   if (job?.format !== JOB_FORMAT || typeof job.taskId !== 'string' || typeof job.line !== 'string') {
     throw new ConfigurationError(`The job is not a task of this rlm version (format ${JSON.stringify(job?.format)}, expected ${JOB_FORMAT}): run workers and the coordinator of one version.`);
   }
-  return { taskId: job.taskId, line: gunzipSync(Buffer.from(job.line, 'base64')).toString('utf8') };
+  return { taskId: job.taskId, line: gunzipSync(Buffer.from(job.line, 'base64')).toString('utf8'), settings: job.settings ?? {} };
 }
