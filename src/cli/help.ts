@@ -31,3 +31,18 @@ names the sub model). The last user message is the question; the system messages
 come back as tool_calls, and the request with the results resumes the run.
 
 Stop with Ctrl-C or SIGTERM: requests in progress get 30 s to finish, then every run is stopped.`;
+
+export const BATCH_EXAMPLES = `
+Examples:
+  $ rlm batch tasks.jsonl --out results.jsonl --concurrency 8 --scorer contains
+  $ rlm batch tasks.jsonl --out results.jsonl --max-budget 5 --task-budget 0.10 --price my-model=0.5,2
+  $ rlm batch tasks.jsonl --out results.jsonl --retry-failed --json
+
+A task line: {"id": "q1", "query": "...", "context": ... | "context_path": "a.txt" | "context_paths": [...],
+"expected"?: ..., "model"?, "sub_model"?, "output_schema"?, "max_iterations"?}; OpenAI Batch API lines
+({"custom_id", "method": "POST", "url": "/v1/chat/completions", "body"}) work too, and get their results
+in that API's output shape. --max-budget holds for the whole batch; --task-budget for each task.
+Running the same command again skips completed tasks (Ctrl-C keeps every finished one).
+
+Exit codes: 0 every task completed, 1 a task failed or was not run (budget spent), 2 usage error
+(a bad tasks line is named), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).`;

@@ -5,7 +5,7 @@
 // start a sandbox worker before anything else.
 import { Command, CommanderError, Option } from 'commander';
 import { DEFAULTS } from '../defaults.js';
-import { RUN_EXAMPLES, SERVE_EXAMPLES } from './help.js';
+import { BATCH_EXAMPLES, RUN_EXAMPLES, SERVE_EXAMPLES } from './help.js';
 import type { CommandIo } from './io.js';
 import type { RunFlags } from './run-command.js';
 import { addRunOptionFlags, collect, number, port } from './run-options.js';
@@ -13,6 +13,7 @@ import type { ServeFlags } from './serve-command.js';
 import type { ViewFlags } from './view-command.js';
 import type { McpFlags } from './mcp-command.js';
 import type { FakeServerFlags } from './fake-server-command.js';
+import type { BatchFlags } from './batch-command.js';
 import type { WorkerFlags } from './worker-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
 
@@ -27,7 +28,7 @@ function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
     .showHelpAfterError('(run with --help for usage)')
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
-  for (const addCommand of [addRunCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand, addWorkerCommand]) addCommand(program, io, setExitCode);
+  for (const addCommand of [addRunCommand, addBatchCommand, addWorkerCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand]) addCommand(program, io, setExitCode);
   program.addHelpText(
     'after',
     `
@@ -62,6 +63,37 @@ function addRunCommand(program: Command, io: CommandIo, setExitCode: SetExitCode
       const { runCommand } = await import('./run-command.js');
       setExitCode(await runCommand(question, flags, io));
     });
+}
+
+/**
+ * `rlm batch TASKS.jsonl --out RESULTS.jsonl` runs a tasks file (the default action); subcommands
+ * of `batch` (`rlm batch generate ...`) are added to the command this returns. Options are
+ * positional, so that a subcommand's own flags (its --out) reach the subcommand, not `batch`.
+ */
+export function addBatchCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): Command {
+  const batch = program
+    .command('batch')
+    .description('run every task of a JSON Lines file (resumable), then print cost and accuracy')
+    .enablePositionalOptions()
+    .argument('<tasks.jsonl>', 'one task a line: {"id", "query", "context" | "context_path" | "context_paths", "expected"?, ...} or OpenAI Batch API lines')
+    .option('--out <file>', 'the results file: one JSON line per finished task; running again skips completed tasks')
+    .option('--concurrency <n>', `tasks running at once (default: ${DEFAULTS.batch.concurrency})`, number('integer'))
+    .option('--task-budget <usd>', 'stop a task when it has cost this much (every model needs a price)', number('positive'))
+    .option('--scorer <name|file>', 'score answers of tasks with "expected": exact, contains, number, json, or a module exporting score() (default: exact)')
+    .option('--data-dir <dir>', "folder context paths are relative to (default: the tasks file's folder)")
+    .option('--retry-failed', 'also run again the tasks whose last result failed')
+    .option('--quiet', 'no progress output on stderr')
+    .option('--json', 'print the summary as one JSON object');
+  addModelFlags(batch);
+  addRunOptionFlags(batch)
+    .addHelpText('after', BATCH_EXAMPLES)
+    .action(async (tasksPath: string, flags: BatchFlags) => {
+      startSandboxWorker();
+      const { batchCommand } = await import('./batch-command.js');
+      setExitCode(await batchCommand(tasksPath, flags, io));
+    });
+  // Subcommands of `rlm batch` are registered here.
+  return batch;
 }
 
 function addServeCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
@@ -166,7 +198,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.unknownOption' && argv[0]?.startsWith('-')) {
-        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, serve, mcp, view, fake-server, worker)\n`);
+        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, batch, worker, serve, mcp, view, fake-server)\n`);
       }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }

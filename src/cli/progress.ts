@@ -171,7 +171,7 @@ export class ProgressView {
   }
 }
 
-function truncate(text: string, length: number): string {
+export function truncate(text: string, length: number): string {
   const single = text.replace(/\s*\n\s*/g, ' ');
   return single.length > length ? `${single.slice(0, length - 1)}…` : single;
 }
@@ -187,17 +187,17 @@ function indent(text: string): string {
     .join('\n');
 }
 
-function seconds(ms: number): string {
+export function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)}s`;
 }
 
-function formatTokens(count: number): string {
+export function formatTokens(count: number): string {
   if (count >= 1_000_000) return `${(count / 1_000_000).toFixed(1)}M`;
   if (count >= 1_000) return `${(count / 1_000).toFixed(1)}k`;
   return String(count);
 }
 
-function formatCost(usd: number, complete: boolean): string {
+export function formatCost(usd: number, complete: boolean): string {
   if (!complete && usd === 0) return 'cost unknown (no prices for these models)';
   const amount = `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
   return complete ? amount : `${amount} + unpriced models`;
