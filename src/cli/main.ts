@@ -13,7 +13,7 @@ import type { ServeFlags } from './serve-command.js';
 import type { ViewFlags } from './view-command.js';
 import type { McpFlags } from './mcp-command.js';
 import type { FakeServerFlags } from './fake-server-command.js';
-import type { BatchFlags } from './batch-command.js';
+import type { BatchQueueFlags, BatchStatusFlags } from './batch-queue-command.js';
 import type { WorkerFlags } from './worker-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
 
@@ -26,6 +26,8 @@ function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
     .description("Answer questions about inputs far larger than a model's context window.\nThe model explores the input by writing JavaScript in a sandboxed REPL.")
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
+    // Each command's options belong to it: `rlm batch generate --out x` must reach `generate`.
+    .enablePositionalOptions()
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
   for (const addCommand of [addRunCommand, addBatchCommand, addWorkerCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand]) addCommand(program, io, setExitCode);
@@ -84,15 +86,22 @@ export function addBatchCommand(program: Command, io: CommandIo, setExitCode: Se
     .option('--retry-failed', 'also run again the tasks whose last result failed')
     .option('--quiet', 'no progress output on stderr')
     .option('--json', 'print the summary as one JSON object');
+  addQueueFlags(batch);
   addModelFlags(batch);
   addRunOptionFlags(batch)
     .addHelpText('after', BATCH_EXAMPLES)
-    .action(async (tasksPath: string, flags: BatchFlags) => {
+    .action(async (tasksPath: string, flags: BatchQueueFlags) => {
+      if (flags.queue !== undefined) {
+        const { batchQueueCommand } = await import('./batch-queue-command.js');
+        setExitCode(await batchQueueCommand(tasksPath, flags, io));
+        return;
+      }
       startSandboxWorker();
       const { batchCommand } = await import('./batch-command.js');
       setExitCode(await batchCommand(tasksPath, flags, io));
     });
   // Subcommands of `rlm batch` are registered here.
+  addBatchStatusCommand(batch, io, setExitCode);
   return batch;
 }
 
@@ -148,6 +157,29 @@ function addFakeServerCommand(program: Command, io: CommandIo, setExitCode: SetE
     .action(async (flags: FakeServerFlags) => {
       const { fakeServerCommand } = await import('./fake-server-command.js');
       setExitCode(await fakeServerCommand(flags, io));
+    });
+}
+
+/** `rlm batch --queue`: the tasks go to `rlm worker`s through Redis instead of running here. */
+function addQueueFlags(batch: Command): void {
+  batch
+    .option('--queue <url>', 'run the tasks on rlm workers through this Redis: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS')
+    .option('--name <batch>', `with --queue: the batch's name, which its workers are given too (default: ${DEFAULTS.queue.batchName})`)
+    .option('--attempts <n>', `with --queue: tries of a task whose failure may pass, e.g. an upstream error (default: ${DEFAULTS.queue.attempts})`, number('integer'))
+    .option('--retry-delay <seconds>', `with --queue: wait before the second try, doubled for each next one (default: ${DEFAULTS.queue.backoffMs / 1000})`, number('positive'))
+    .option('--max-inline-mb <mb>', `with --queue: largest task line sent through Redis, compressed; put bigger contexts in files or at URLs (default: ${DEFAULTS.queue.maxInlineBytes / 2 ** 20})`, number('positive'));
+}
+
+function addBatchStatusCommand(batch: Command, io: CommandIo, setExitCode: SetExitCode): void {
+  batch
+    .command('status')
+    .description('the figures of a batch queued with --queue: waiting, active, completed, failed, workers, spend, throughput, ETA')
+    .option('--queue <url>', 'the Redis of the batch: redis://[:PASSWORD@]HOST:PORT[/DB]')
+    .option('--name <batch>', `the batch (default: ${DEFAULTS.queue.batchName})`)
+    .option('--json', 'print one JSON object')
+    .action(async (flags: BatchStatusFlags) => {
+      const { batchStatusCommand } = await import('./batch-queue-command.js');
+      setExitCode(await batchStatusCommand(flags, io));
     });
 }
 

@@ -59,8 +59,8 @@ export async function readBatchStatus(address: QueueAddress): Promise<BatchStatu
   }
 }
 
-/** One name per worker process: BullMQ lists each of its connections, named QUEUE:w:NAME. */
+/** One name per worker process (host:pid): BullMQ names a worker's connection PREFIX:QUEUE:w:NAME. */
 function workerNames(clients: { [key: string]: string }[]): string[] {
-  const names = clients.map((client) => client.name ?? '').map((name) => name.slice(name.indexOf(':w:') + 3));
-  return [...new Set(names.filter((name) => name !== ''))].sort();
+  const names = clients.map((client) => client.rawname ?? '').filter((name) => name.includes(':w:')).map((name) => name.slice(name.indexOf(':w:') + 3));
+  return [...new Set(names)].sort();
 }
