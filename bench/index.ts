@@ -5,6 +5,7 @@ import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
+import { runQueueBench } from './queue.js';
 import { runSandboxBench } from './sandbox.js';
 import { runServerBench } from './server.js';
 import { runSoakBench } from './soak.js';
@@ -19,6 +20,7 @@ const benches: Record<string, () => Promise<void>> = {
   server: runServerBench,
   soak: runSoakBench,
   viewer: runViewerBench,
+  queue: runQueueBench,
 };
 const chosen = process.argv.slice(2);
 if (chosen.length === 1 && benches[chosen[0]!]) {
