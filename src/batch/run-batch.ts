@@ -44,6 +44,12 @@ export interface RunBatchOptions extends Omit<RLMOptions, 'model' | 'maxBudgetUs
   onEvent?: (event: BatchEvent) => void;
   /** USD for the whole batch: no task starts once it is spent, and running tasks share what is left. Needs prices. */
   maxBudgetUsd?: number;
+  /**
+   * The per-model request queue the batch's tasks share, instead of a new one of `maxConcurrency`
+   * slots: batches given the same one share its limit and its retry-after pauses (a queue worker
+   * runs each job as a batch of one, all on its one scheduler).
+   */
+  scheduler?: ModelScheduler;
   /** The account the batch spends from, instead of one in memory of `maxBudgetUsd` (e.g. one shared by several machines). */
   spendAccount?: SpendAccount;
   /** USD one task may spend (its run's maxBudgetUsd). */
@@ -92,9 +98,9 @@ class BatchRun {
   #stoppedBy: BatchResult['stoppedBy'] = null;
 
   constructor(options: RunBatchOptions) {
-    const { tasks, out, concurrency, signal, onResult, onLine, onEvent, maxBudgetUsd, spendAccount, taskBudgetUsd, scorer, retryFailed, dataDir, ...rlmOptions } = options;
+    const { tasks, out, concurrency, signal, onResult, onLine, onEvent, maxBudgetUsd, spendAccount, scheduler, taskBudgetUsd, scorer, retryFailed, dataDir, ...rlmOptions } = options;
     this.#options = options;
-    this.#scheduler = new ModelScheduler(rlmOptions.maxConcurrency ?? DEFAULTS.lm.maxConcurrency);
+    this.#scheduler = scheduler ?? new ModelScheduler(rlmOptions.maxConcurrency ?? DEFAULTS.lm.maxConcurrency);
     this.#account = spendAccount ?? (maxBudgetUsd === undefined ? undefined : new MemorySpendAccount(maxBudgetUsd));
     this.#rlmOptions = { ...rlmOptions, ...(taskBudgetUsd !== undefined && { maxBudgetUsd: taskBudgetUsd }) };
     this.#scorer = typeof scorer === 'function' ? scorer : SCORERS[scorer ?? 'exact'];

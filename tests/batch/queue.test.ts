@@ -255,6 +255,32 @@ describe('rlm batch --queue and rlm worker', () => {
     expect(expectOnceEach(out, 6).every((line) => line.status === 'completed')).toBe(true);
   });
 
+  it("shares one request queue per model among a worker's tasks: --max-concurrency holds for all of them", { timeout: 60_000 }, async () => {
+    let inFlight = 0;
+    let most = 0;
+    upstream = await startFakeOpenAIServer({
+      reply: async (request) => {
+        most = Math.max(most, ++inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        inFlight--;
+        return needleSearch(request);
+      },
+    });
+    const folder = tempFolder('rlm-queue-scheduler-');
+    const tasks = inlineTasks(folder, 6);
+    const out = join(folder, 'results.jsonl');
+    const batch = newBatch();
+    const worker = startWorker({ batch, baseURL: upstream.baseURL, dataDir: folder, extra: ['--concurrency', '3', '--max-concurrency', '1'] });
+
+    const result = await runCli(coordinatorArgs({ batch, tasks, out }));
+
+    expect(result.code, result.stderr).toBe(0);
+    expectOnceEach(out, 6);
+    // Three tasks ran at once (their runs overlapped), yet one request at a time reached the model.
+    expect(worker.stderr()).toMatch(/t\d: started[\s\S]*t\d: started[\s\S]*t\d: started[\s\S]*: completed/);
+    expect(most).toBe(1);
+  });
+
   it('refuses a task too large to travel inline, with advice, before anything is queued', async () => {
     const folder = tempFolder('rlm-queue-inline-');
     const tasks = join(folder, 'tasks.jsonl');
