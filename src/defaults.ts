@@ -97,6 +97,8 @@ export const DEFAULTS = {
     stalledIntervalMs: 30_000,
     /** How often the coordinator looks for finished jobs, in ms. */
     collectIntervalMs: 250,
+    /** How long a command waits for Redis to answer at start before it says it cannot reach it, in ms. */
+    connectTimeoutMs: 10_000,
   },
   tools: {
     /** Parallel tool calls running at once in one executor batch. */

@@ -8,6 +8,7 @@ import { ConfigurationError } from '../../src/errors.js';
 import { SCORERS } from '../../src/index.js';
 import { checkBatchName, connectionOptions, displayUrl, RedisSpendAccount, runTaskLine } from '../../src/queue.js';
 import { needleTask, rlmStrategyReply, startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
+import { closedPort, runCli } from '../cli/helpers.js';
 import { startRedis, type TestRedis } from '../redis-server.js';
 import { tempFolder } from '../temp-folder.js';
 
@@ -22,6 +23,15 @@ describe('queue addresses', () => {
     expect(connectionOptions('redis://:s3cret@cache.internal:6380/2')).toMatchObject({ host: 'cache.internal', port: 6380, password: 's3cret', db: 2, maxRetriesPerRequest: null });
     expect(connectionOptions('rediss://user:pw@cache.internal')).toMatchObject({ port: 6379, username: 'user', password: 'pw', tls: { servername: 'cache.internal' } });
     expect(displayUrl('redis://:s3cret@cache.internal:6380/2')).toBe('redis://:***@cache.internal:6380/2');
+  });
+
+  it('says so when Redis does not answer, instead of waiting for ever', { timeout: 30_000 }, async () => {
+    const url = `redis://:s3cret@127.0.0.1:${await closedPort()}`;
+    for (const args of [['batch', 'status', '--queue', url], ['worker', '--queue', url, '--base-url', 'http://127.0.0.1:9/v1']]) {
+      const result = await runCli(args);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toMatch(/Cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ within 10 s \(connect ECONNREFUSED/);
+    }
   });
 
   it('refuses what is not a Redis URL, and batch names that cannot be part of a key', () => {

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { batchKeys, readRecord } from './batch-record.js';
-import { connectionOptions, KEY_PREFIX, type QueueAddress } from './queue-connection.js';
+import { DEFAULTS } from '../../defaults.js';
+import { closeQueue, connectionOptions, KEY_PREFIX, reachable, type QueueAddress } from './queue-connection.js';
 
 /** Results counted for throughput: the last minute's (or since the batch started, when sooner). */
 const THROUGHPUT_WINDOW_MS = 60_000;
@@ -31,6 +32,7 @@ export interface BatchStatus {
 export async function readBatchStatus(address: QueueAddress): Promise<BatchStatus> {
   const queue = new Queue(address.name, { connection: connectionOptions(address.url), prefix: KEY_PREFIX });
   try {
+    await reachable(queue, address.url, DEFAULTS.queue.connectTimeoutMs);
     const client = await queue.client;
     const [counts, record, workers] = await Promise.all([
       queue.getJobCounts('waiting', 'prioritized', 'delayed', 'active', 'completed', 'failed'),
@@ -55,7 +57,7 @@ export async function readBatchStatus(address: QueueAddress): Promise<BatchStatu
       etaSeconds: left === 0 ? 0 : tasksPerMinute > 0 ? Math.round((left / tasksPerMinute) * 60) : null,
     };
   } finally {
-    await queue.close();
+    await closeQueue(queue);
   }
 }
 

@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { Queue, type Job } from 'bullmq';
+import { DEFAULTS } from '../../defaults.js';
 import { RlmError } from '../../errors.js';
 import { readResults, recordOf, ResultsFile, type ResultLine, type TaskRecord } from '../results.js';
 import { failedRecord, lineOf, type BatchEvent, type BatchResult } from '../run-batch.js';
 import { summarize } from '../summary.js';
 import { readTasksFile, type BatchTask } from '../tasks.js';
 import { batchKeys, readBudget, recordCollected, recordCoordinatorStart, type BatchKeys } from './batch-record.js';
-import { connectionOptions, KEY_PREFIX, type QueueAddress } from './queue-connection.js';
+import { closeQueue, connectionOptions, KEY_PREFIX, reachable, type QueueAddress } from './queue-connection.js';
 import type { TaskJobResult } from './queue-worker.js';
 import { jobIdOf, taskIdOfJob, taskJobData, type BatchSettings, type TaskJobData } from './task-jobs.js';
 
@@ -53,6 +54,7 @@ export async function runQueuedBatch(options: QueuedBatchOptions): Promise<Batch
   const results = new ResultsFile(options.out);
   const queue: Queued = new Queue(options.address.name, { connection: connectionOptions(options.address.url), prefix: KEY_PREFIX });
   try {
+    await reachable(queue, options.address.url, DEFAULTS.queue.connectTimeoutMs);
     const keys = batchKeys(options.address.name);
     const records = [...previous.values()];
     await recordCoordinatorStart(await queue.client, keys, {
@@ -69,7 +71,7 @@ export async function runQueuedBatch(options: QueuedBatchOptions): Promise<Batch
     return { ...summarize(tasks.flatMap((task) => previous.get(task.id) ?? []), tasks.length, new Set(tasks.filter((task) => task.hasExpected).map((task) => task.id))), stoppedBy };
   } finally {
     results.close();
-    await queue.close();
+    await closeQueue(queue);
   }
 }
 

@@ -64,3 +64,34 @@ function queueUrlError(url: string): ConfigurationError {
     `--queue ${displayUrl(url)} is not a Redis URL: write redis://HOST:PORT[/DB], with redis://:PASSWORD@HOST:PORT for a password and rediss:// for TLS.`,
   );
 }
+
+/**
+ * Waits until Redis answers on a BullMQ queue or worker; refuses with advice after `timeoutMs`
+ * (the client itself retries for ever, which suits a worker riding out a Redis restart, not a
+ * command started with a mistyped URL). Connection errors meanwhile are kept for the message.
+ */
+export async function reachable(handle: { waitUntilReady(): Promise<unknown>; on(event: 'error', listener: (error: Error) => void): unknown }, url: string, timeoutMs: number): Promise<void> {
+  let lastError: Error | undefined;
+  handle.on('error', (error) => (lastError = error));
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const reason = lastError ? ` (${lastError.message})` : '';
+      reject(new ConfigurationError(`Cannot reach Redis at ${displayUrl(url)} within ${timeoutMs / 1000} s${reason}: check the host, port and password in --queue, and that redis-server runs.`));
+    }, timeoutMs);
+  });
+  try {
+    await Promise.race([handle.waitUntilReady(), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Closes a queue's or worker's connections. One that never connected would wait for Redis for ever
+ * (and its promise never settles, so it is not awaited): it is dropped after two seconds.
+ */
+export async function closeQueue(queue: { close(): Promise<void>; disconnect(): Promise<void> }): Promise<void> {
+  const closed = await Promise.race([queue.close().then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 2_000))]);
+  if (!closed) void queue.disconnect().catch(() => undefined);
+}

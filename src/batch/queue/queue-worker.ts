@@ -1,9 +1,10 @@
 import { hostname } from 'node:os';
 import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
+import { DEFAULTS } from '../../defaults.js';
 import type { SpendAccount } from '../../engine/spend-account.js';
 import { ConfigurationError, RlmError } from '../../errors.js';
 import { batchKeys } from './batch-record.js';
-import { connectionOptions, KEY_PREFIX, type QueueAddress } from './queue-connection.js';
+import { closeQueue, connectionOptions, KEY_PREFIX, reachable, type QueueAddress } from './queue-connection.js';
 import { RedisSpendAccount } from './redis-spend-account.js';
 import { taskLineOf, type BatchSettings, type TaskJobData } from './task-jobs.js';
 
@@ -74,6 +75,12 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Run
     name: `${hostname()}:${process.pid}`,
     autorun: false,
   });
+  try {
+    await reachable(worker, options.address.url, DEFAULTS.queue.connectTimeoutMs);
+  } catch (error) {
+    await closeQueue({ close: () => worker.close(true), disconnect: () => worker.disconnect() });
+    throw error;
+  }
   worker.on('error', (error) => options.onEvent?.({ type: 'error', message: error.message }));
   account = new RedisSpendAccount({ client: await worker.client, keys: batchKeys(options.address.name) });
   const closed = new Promise<void>((resolve) => worker.once('closed', () => resolve()));
