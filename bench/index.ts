@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpus, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { runBatchBench } from './batch.js';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
 import { runQueueBench } from './queue.js';
@@ -19,6 +20,7 @@ const benches: Record<string, () => Promise<void>> = {
   engine: runEngineBench,
   server: runServerBench,
   soak: runSoakBench,
+  batch: runBatchBench,
   viewer: runViewerBench,
   queue: runQueueBench,
 };

@@ -52,7 +52,6 @@ export type { ScoreInput, Scorer, ScorerName } from './batch/scorers.js';
 export type { BatchSummary } from './batch/summary.js';
 export { MemorySpendAccount } from './engine/spend-account.js';
 export type { SpendAccount } from './engine/spend-account.js';
-export { ModelScheduler } from './lm/scheduler.js';
 
 // RLM as an OpenAI-compatible model
 export { ChatCompletions, splitModelName } from './api/chat-completions.js';

@@ -4,7 +4,7 @@ export { runQueuedBatch } from './batch/queue/coordinator.js';
 export type { QueuedBatchOptions } from './batch/queue/coordinator.js';
 export { startQueueWorker } from './batch/queue/queue-worker.js';
 export type { QueueWorkerEvent, QueueWorkerOptions, RunningQueueWorker, TaskJobResult, TaskOutcome, TaskRunner } from './batch/queue/queue-worker.js';
-export { runTaskLine } from './batch/queue/run-task-line.js';
+export { runTaskLine, workerTaskRunner } from './batch/queue/run-task-line.js';
 export type { WorkerRunOptions } from './batch/queue/run-task-line.js';
 export { readBatchStatus } from './batch/queue/batch-status.js';
 export type { BatchStatus } from './batch/queue/batch-status.js';

@@ -45,9 +45,9 @@ export interface RunBatchOptions extends Omit<RLMOptions, 'model' | 'maxBudgetUs
   /** USD for the whole batch: no task starts once it is spent, and running tasks share what is left. Needs prices. */
   maxBudgetUsd?: number;
   /**
-   * The per-model request queue the batch's tasks share, instead of a new one of `maxConcurrency`
-   * slots: batches given the same one share its limit and its retry-after pauses (a queue worker
-   * runs each job as a batch of one, all on its one scheduler).
+   * @internal The per-model request queue the batch's tasks share, instead of a new one of
+   * `maxConcurrency` slots: batches given the same one share its limit and its retry-after pauses
+   * (a queue worker runs each job as a batch of one, all on its one scheduler; see workerTaskRunner).
    */
   scheduler?: ModelScheduler;
   /** The account the batch spends from, instead of one in memory of `maxBudgetUsd` (e.g. one shared by several machines). */
@@ -111,7 +111,7 @@ class BatchRun {
   async run(): Promise<BatchResult> {
     const { tasks, out } = this.#options;
     // An array is checked whole (lines, models, prices) before any model call.
-    const source = Symbol.iterator in tasks ? eachOf(this.#checkAll([...tasks])) : this.#checkEach(tasks);
+    const source = Symbol.iterator in tasks ? eachOf(await this.#checkAll([...tasks])) : this.#checkEach(tasks);
     if (out) {
       this.#previous = readResults(out);
       this.#results = new ResultsFile(out);
@@ -128,9 +128,13 @@ class BatchRun {
     return { ...summarize(records, this.#ids.length, this.#scoredIds), stoppedBy: this.#stoppedBy };
   }
 
-  #checkAll(lines: (TaskLine | BatchTask)[]): BatchTask[] {
+  /** Checks every task, and builds and prepares each RLM they need (models, prices, setup files, tools). */
+  async #checkAll(lines: (TaskLine | BatchTask)[]): Promise<BatchTask[]> {
     const tasks = lines.map((line, index) => this.#checked(line, index));
     for (const task of tasks) this.#rlmFor(task);
+    for (const rlm of this.#rlms.values()) {
+      for (const warning of (await rlm.prepare()).warnings) this.#options.onEvent?.({ type: 'notice', id: '', text: warning });
+    }
     return tasks;
   }
 

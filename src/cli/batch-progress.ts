@@ -37,7 +37,7 @@ export class BatchProgress {
     if (event.type === 'task-start') this.running++;
     else if (event.type === 'task-skipped') this.skipped++;
     else if (event.type === 'task-end') this.finished(event.record);
-    else if (this.mode !== 'quiet') this.print(`rlm: ${event.id}: ${event.text}`);
+    else if (this.mode !== 'quiet') this.print(`rlm: ${event.id ? `${event.id}: ` : ''}${event.text}`);
     if (this.mode === 'live') this.redraw();
   };
 

@@ -21,7 +21,8 @@ import { EXIT, isConfigurationProblem } from './usage-error.js';
 /** Where a command reports its exit code. */
 type SetExitCode = (code: number) => void;
 
-function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
+/** The `rlm` program and its commands (exported for tests of how arguments reach them). */
+export function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
   const program = new Command('rlm')
     .description("Answer questions about inputs far larger than a model's context window.\nThe model explores the input by writing JavaScript in a sandboxed REPL.")
     .version(version(), '-V, --version')
@@ -72,7 +73,7 @@ function addRunCommand(program: Command, io: CommandIo, setExitCode: SetExitCode
  * of `batch` (`rlm batch generate ...`) are added to the command this returns. Options are
  * positional, so that a subcommand's own flags (its --out) reach the subcommand, not `batch`.
  */
-export function addBatchCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): Command {
+function addBatchCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
   const batch = program
     .command('batch')
     .description('run every task of a JSON Lines file (resumable), then print cost and accuracy')
@@ -102,7 +103,6 @@ export function addBatchCommand(program: Command, io: CommandIo, setExitCode: Se
     });
   // Subcommands of `rlm batch` are registered here.
   addBatchStatusCommand(batch, io, setExitCode);
-  return batch;
 }
 
 function addServeCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { DEFAULTS } from '../defaults.js';
-import { loadScorer, ModelScheduler, SCORERS, type Scorer } from '../index.js';
-import { checkBatchName, connectionOptions, displayUrl, runTaskLine, startQueueWorker, type QueueWorkerEvent } from '../queue.js';
+import { loadScorer, SCORERS, type Scorer } from '../index.js';
+import { checkBatchName, connectionOptions, displayUrl, startQueueWorker, workerTaskRunner, type QueueWorkerEvent } from '../queue.js';
 import type { CommandIo } from './io.js';
 import { buildOptions } from './run-command.js';
 import type { RunOptionFlags } from './run-options.js';
@@ -35,9 +35,7 @@ export async function workerCommand(flags: WorkerFlags, io: CommandIo): Promise<
   // A worker's --max-budget caps each of its runs; the batch's budget is the coordinator's, in Redis.
   const { maxBudgetUsd: runBudgetUsd, ...options } = await buildOptions(flags, io);
   const dataDir = resolve(flags.dataDir ?? '.');
-  // One request queue per model for every task of this worker: --max-concurrency and a server's
-  // retry-after hold for all of them, as in `rlm batch`.
-  const scheduler = new ModelScheduler(options.maxConcurrency ?? DEFAULTS.lm.maxConcurrency);
+  const runTask = workerTaskRunner({ ...options, dataDir });
   const scorers = new Map<string, Promise<Scorer>>();
   const scorerFor = (spec: string | undefined) => {
     if (spec === undefined) return undefined;
@@ -55,8 +53,7 @@ export async function workerCommand(flags: WorkerFlags, io: CommandIo): Promise<
     stalledIntervalMs: seconds(flags.stalledInterval) ?? DEFAULTS.queue.stalledIntervalMs,
     runTask: async ({ line, settings, account, signal, attempts }) => {
       const taskBudgetUsd = Math.min(settings.taskBudgetUsd ?? Infinity, runBudgetUsd ?? Infinity);
-      const runOptions = { ...options, dataDir, scheduler, ...(Number.isFinite(taskBudgetUsd) && { taskBudgetUsd }) };
-      return runTaskLine({ line, options: runOptions, scorer: await scorerFor(settings.scorer), account, attempts, signal });
+      return runTask({ line, scorer: await scorerFor(settings.scorer), account, attempts, signal, ...(Number.isFinite(taskBudgetUsd) && { taskBudgetUsd }) });
     },
     onEvent: flags.quiet ? undefined : (event) => io.stderr.write(`rlm worker: ${eventText(event)}\n`),
   });

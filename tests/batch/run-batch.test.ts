@@ -31,7 +31,7 @@ function needleLines(count: number, from = 0): TaskLine[] {
 }
 
 describe('runBatch', () => {
-  it('runs 200 tasks of mixed shapes at concurrency 8: every id answered once, right, in its own shape', { timeout: 300_000 }, async () => {
+  it('runs 200 tasks of mixed shapes at concurrency 8: every id answered once, right, in its own shape', { timeout: 600_000 }, async () => {
     const server = await upstream();
     const folder = tempFolder('rlm-batch-');
     const { path, answers } = mixedTasksFile(folder, 200);
@@ -162,6 +162,38 @@ describe('runBatch', () => {
     expect(otherAfter.length).toBeGreaterThan(0);
     // Timers may fire a little early or late; nothing of the other task came in the first 90% of the wait.
     for (const entry of otherAfter) expect(entry.at - rateLimitedAt!).toBeGreaterThanOrEqual(RETRY_AFTER_S * 900);
+  });
+
+  it('makes every task share one request limit per model (maxConcurrency)', async () => {
+    let inFlight = 0;
+    let most = 0;
+    const server = await upstream(async (request) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      inFlight--;
+      return rlmStrategyReply(request);
+    });
+    const summary = await runBatch({ model: 'fake-rlm', baseURL: server.baseURL, tasks: needleLines(4), concurrency: 4, maxConcurrency: 1 });
+    expect(summary.completed).toBe(4);
+    expect(most).toBe(1);
+  });
+
+  it('caps each task with taskBudgetUsd, and reports a scorer that throws as that task\'s problem', async () => {
+    const server = await upstream();
+    const capped = await runBatch({ model: 'fake-rlm', baseURL: server.baseURL, prices: { 'fake-rlm': { inputPerMillion: 1, outputPerMillion: 1 } }, tasks: needleLines(2), taskBudgetUsd: 0.00002 });
+    expect(capped).toMatchObject({ failed: 2, failuresByCode: { max_budget: 2 }, stoppedBy: null });
+    const records: { score?: number; score_error?: string }[] = [];
+    const scored = await runBatch({
+      model: 'fake-rlm',
+      baseURL: server.baseURL,
+      tasks: needleLines(1),
+      scorer: () => {
+        throw new Error('no idea');
+      },
+      onResult: (record) => records.push(record),
+    });
+    expect(scored).toMatchObject({ completed: 1, accuracy: 0 });
+    expect(records[0]).toMatchObject({ score: 0, score_error: 'the scorer failed: no idea' });
   });
 
   it('ignores a torn last line of the results file and appends after it cleanly', async () => {

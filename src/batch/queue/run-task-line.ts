@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import { DEFAULTS } from '../../defaults.js';
 import type { SpendAccount } from '../../engine/spend-account.js';
+import { ModelScheduler } from '../../lm/scheduler.js';
 import { ConfigurationError, ModelError, RlmError } from '../../errors.js';
 import type { ResultLine } from '../results.js';
 import { runBatch, type RunBatchOptions } from '../run-batch.js';
@@ -13,6 +15,19 @@ const PASSING_CODES = new Set(['sandbox_start_failed', 'sandbox_worker_exited'])
 
 /** What a worker runs every task with: its own models, endpoint, key, run flags and --data-dir. */
 export type WorkerRunOptions = Omit<RunBatchOptions, 'tasks' | 'out' | 'concurrency' | 'signal' | 'onResult' | 'onLine' | 'onEvent' | 'maxBudgetUsd' | 'spendAccount' | 'retryFailed'>;
+
+type TaskLineInput = Parameters<typeof runTaskLine>[0];
+
+/**
+ * The runner of a worker's jobs: every task on one request queue per model, so --max-concurrency
+ * and a server's retry-after hold for all of the worker's tasks, as for the tasks of `rlm batch`.
+ * `taskBudgetUsd` is each job's own (the coordinator's --task-budget).
+ */
+export function workerTaskRunner(options: Omit<WorkerRunOptions, 'scheduler'>) {
+  const scheduler = new ModelScheduler(options.maxConcurrency ?? DEFAULTS.lm.maxConcurrency);
+  return ({ taskBudgetUsd, ...input }: Omit<TaskLineInput, 'options'> & { taskBudgetUsd?: number | undefined }) =>
+    runTaskLine({ ...input, options: { ...options, scheduler, ...(taskBudgetUsd !== undefined && { taskBudgetUsd }) } });
+}
 
 /**
  * Runs one task line as a batch of one, so a worker reads, runs, scores and shapes a task exactly
