@@ -109,6 +109,8 @@ interface CollectorParts {
 class ResultCollector {
   readonly #parts: CollectorParts;
   readonly #tasks: Map<string, BatchTask>;
+  /** Jobs a worker gave back unstarted because the budget was spent. */
+  #notStarted = 0;
 
   constructor(parts: CollectorParts) {
     this.#parts = parts;
@@ -120,7 +122,7 @@ class ResultCollector {
     const { signal, collectIntervalMs } = this.#parts.options;
     while (!signal.aborted) {
       for (const taskId of await this.collect()) outstanding.delete(taskId);
-      if (outstanding.size === 0) return null;
+      if (outstanding.size === 0) return this.#notStarted > 0 ? 'budget' : null;
       if (await this.#budgetStopped()) return 'budget';
       await sleep(collectIntervalMs, signal);
     }
@@ -174,6 +176,8 @@ class ResultCollector {
         options.onEvent?.({ type: 'task-end', record });
       }
       await recordCollected(await queue.client, keys, { taskId, status: result.status });
+    } else {
+      this.#notStarted++;
     }
     await job.remove();
     return taskId;
