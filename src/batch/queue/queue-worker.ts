@@ -99,8 +99,11 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Run
 }
 
 /** Why a running task stopped: the worker is stopping and its grace period is over. */
-class HandBack extends Error {
+class HandBack extends RlmError {
   override name = 'HandBack';
+  constructor() {
+    super('handed_back', 'The worker is stopping and its grace period is over: the task goes back to the queue for another worker.');
+  }
 }
 
 async function processJob({ job, token, account, running, options }: { job: Job<TaskJobData>; token: string | undefined; account: RedisSpendAccount; running: Map<string, AbortController>; options: QueueWorkerOptions }): Promise<TaskJobResult> {
