@@ -7,6 +7,7 @@ import { runBatchBench } from './batch.js';
 import { runEngineBench } from './engine.js';
 import { runLmBench } from './lm.js';
 import { runPoolBench } from './pool.js';
+import { runQueueBench } from './queue.js';
 import { runSandboxBench } from './sandbox.js';
 import { runServerBench } from './server.js';
 import { runSoakBench } from './soak.js';
@@ -23,6 +24,7 @@ const benches: Record<string, () => Promise<void>> = {
   soak: runSoakBench,
   batch: runBatchBench,
   viewer: runViewerBench,
+  queue: runQueueBench,
 };
 const chosen = process.argv.slice(2);
 if (chosen.length === 1 && benches[chosen[0]!]) {

@@ -45,6 +45,7 @@ await build({
   entryPoints: {
     index: join(root, 'src/index.ts'),
     testing: join(root, 'src/testing.ts'),
+    queue: join(root, 'src/queue.ts'),
   },
   outdir: dist,
   splitting: true,

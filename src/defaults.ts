@@ -87,6 +87,31 @@ export const DEFAULTS = {
     /** Root model when neither --model nor RLM_MODEL names one. */
     model: 'gpt-5-mini',
   },
+  queue: {
+    /** Batch name when --name gives none: workers and the coordinator meet on it. */
+    batchName: 'default',
+    /** Largest task line a job carries, gzip-compressed (inline contexts travel in it), in bytes. */
+    maxInlineBytes: 16 * 2 ** 20,
+    /** Tries of a task whose failure may pass (an upstream still failing after rlm's own retries). */
+    attempts: 3,
+    /** First wait before a task is tried again, doubled at each try, in ms. */
+    backoffMs: 5_000,
+    /** Tasks one `rlm worker` runs at once. */
+    concurrency: 4,
+    /** On SIGTERM or Ctrl-C, how long running tasks may take to finish before they are handed back, in ms. */
+    graceMs: 60_000,
+    /**
+     * How long a job stays a worker's without a sign of life, in ms: a worker renews it at half this
+     * while it runs; after a kill -9 the job goes to another worker once it lapses.
+     */
+    lockDurationMs: 30_000,
+    /** How often workers look for jobs whose worker has died, in ms. */
+    stalledIntervalMs: 30_000,
+    /** How often the coordinator looks for finished jobs, in ms. */
+    collectIntervalMs: 250,
+    /** How long a command waits for Redis to answer at start before it says it cannot reach it, in ms. */
+    connectTimeoutMs: 10_000,
+  },
   tools: {
     /** Parallel tool calls running at once in one executor batch. */
     maxConcurrency: 10,

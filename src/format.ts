@@ -4,3 +4,10 @@ export function formatDuration(ms: number): string {
   const seconds = ms / 1000;
   return Number.isInteger(seconds) ? `${seconds} s` : `${seconds.toFixed(1)} s`;
 }
+
+/** Sizes as people read them in messages: "512 bytes", "3.2 MB" (MB of 2^20 bytes). */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} bytes`;
+  if (bytes < 2 ** 20) return `${(bytes / 1024).toFixed(1)} KB`;
+  return `${(bytes / 2 ** 20).toFixed(1)} MB`;
+}

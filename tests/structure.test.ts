@@ -76,7 +76,7 @@ function importCycles(): string[][] {
 /** Where each folder's modules may import from (ARCHITECTURE.md, "What may import what"). */
 const SHARED = 'src/*.ts';
 const MAY_IMPORT: Record<string, string[]> = {
-  'src/cli': ['src/index.ts', 'src/testing.ts', 'src/view', 'src/tools', 'src/sandbox', 'src/inputs', SHARED],
+  'src/cli': ['src/index.ts', 'src/testing.ts', 'src/queue.ts', 'src/view', 'src/tools', 'src/sandbox', 'src/inputs', SHARED],
   'src/batch': ['src/api', 'src/engine', 'src/lm', 'src/tools', 'src/inputs', SHARED],
   'src/server': ['src/api', 'src/engine', 'src/lm', SHARED],
   'src/api': ['src/engine', 'src/lm', SHARED],
@@ -89,6 +89,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   'src/view': [],
   sandbox: ['src/sandbox/shared.ts', 'src/lm/tool-text.ts'],
 };
+
+/** The public entry points: a layer may import one only when its line names it. */
+const ENTRY_POINTS = ['src/index.ts', 'src/testing.ts', 'src/queue.ts'];
 
 /** The layer a file belongs to: its folder under src/, `sandbox`, or src/*.ts for the shared modules. */
 function layerOf(file: string): string {
@@ -105,7 +108,7 @@ function importsAgainstLayers(): string[] {
     for (const target of importsOf(file, source)) {
       const layer = layerOf(target);
       if (layer === layerOf(file) || allowed.includes(target) || (layer !== SHARED && allowed.includes(layer))) continue;
-      if (layer === SHARED && allowed.includes(SHARED) && target !== 'src/index.ts' && target !== 'src/testing.ts') continue;
+      if (layer === SHARED && allowed.includes(SHARED) && !ENTRY_POINTS.includes(target)) continue;
       found.push(`${file} -> ${target}`);
     }
   }

@@ -37,9 +37,20 @@ export interface RunBatchOptions extends Omit<RLMOptions, 'model' | 'maxBudgetUs
   /** Stops starting tasks and stops running ones; their results are not written (a rerun runs them). */
   signal?: AbortSignal;
   onResult?: (record: TaskRecord) => void;
+  /**
+   * Each finished task's line as the results file gets it (rlm's or the OpenAI Batch shape), and
+   * what failed, for callers that store results elsewhere (a queue worker hands them to Redis).
+   */
+  onLine?: (line: ResultLine, failure: unknown) => void;
   onEvent?: (event: BatchEvent) => void;
   /** USD for the whole batch: no task starts once it is spent, and running tasks share what is left. Needs prices. */
   maxBudgetUsd?: number;
+  /**
+   * @internal The per-model request queue the batch's tasks share, instead of a new one of
+   * `maxConcurrency` slots: batches given the same one share its limit and its retry-after pauses
+   * (a queue worker runs each job as a batch of one, all on its one scheduler; see workerTaskRunner).
+   */
+  scheduler?: ModelScheduler;
   /** The account the batch spends from, instead of one in memory of `maxBudgetUsd` (e.g. one shared by several machines). */
   spendAccount?: SpendAccount;
   /** USD one task may spend (its run's maxBudgetUsd). */
@@ -88,9 +99,9 @@ class BatchRun {
   #stoppedBy: BatchResult['stoppedBy'] = null;
 
   constructor(options: RunBatchOptions) {
-    const { tasks, out, concurrency, signal, onResult, onEvent, maxBudgetUsd, spendAccount, taskBudgetUsd, scorer, retryFailed, dataDir, ...rlmOptions } = options;
+    const { tasks, out, concurrency, signal, onResult, onLine, onEvent, maxBudgetUsd, spendAccount, scheduler, taskBudgetUsd, scorer, retryFailed, dataDir, ...rlmOptions } = options;
     this.#options = options;
-    this.#scheduler = new ModelScheduler(rlmOptions.maxConcurrency ?? DEFAULTS.lm.maxConcurrency);
+    this.#scheduler = scheduler ?? new ModelScheduler(rlmOptions.maxConcurrency ?? DEFAULTS.lm.maxConcurrency);
     this.#account = spendAccount ?? (maxBudgetUsd === undefined ? undefined : new MemorySpendAccount(maxBudgetUsd));
     this.#rlmOptions = { ...rlmOptions, ...(taskBudgetUsd !== undefined && { maxBudgetUsd: taskBudgetUsd }) };
     this.#scorer = typeof scorer === 'function' ? scorer : SCORERS[scorer ?? 'exact'];
@@ -193,7 +204,9 @@ class BatchRun {
       record = failedRecord(task, error, { attempts, iterations: progress.iterations, durationMs: performance.now() - started });
     }
     this.#records.set(task.id, record);
-    this.#results?.append(lineOf(task, record, failure));
+    const line = lineOf(task, record, failure);
+    this.#results?.append(line);
+    this.#options.onLine?.(line, failure);
     onEvent?.({ type: 'task-end', record });
     onResult?.(record);
   }
@@ -241,7 +254,7 @@ async function finalResult(events: AsyncIterable<RlmEvent>, progress: { iteratio
   throw new RlmError('internal_error', 'The run ended without a result or an error. This is a bug in rlm: please report it.');
 }
 
-function failedRecord(task: BatchTask, error: unknown, { attempts, iterations, durationMs }: { attempts: number; iterations: number; durationMs: number }): TaskRecord {
+export function failedRecord(task: BatchTask, error: unknown, { attempts, iterations, durationMs }: { attempts: number; iterations: number; durationMs: number }): TaskRecord {
   const failure = error instanceof RunFailedError ? error : undefined;
   const usage = failure?.usage;
   return {
@@ -270,7 +283,7 @@ function taskUsage(usage: UsageSummary): TaskUsage {
 }
 
 /** The line a record is written as: rlm's shape, or the OpenAI Batch API's output shape for tasks that came in that API's input shape. */
-function lineOf(task: BatchTask, record: TaskRecord, failure: unknown): ResultLine {
+export function lineOf(task: BatchTask, record: TaskRecord, failure: unknown): ResultLine {
   if (task.shape !== 'openai') return record;
   const { id, ...rest } = record;
   const spent = { usage: { prompt_tokens: record.usage.input_tokens, completion_tokens: record.usage.output_tokens, total_tokens: record.usage.input_tokens + record.usage.output_tokens }, costUsd: record.cost_usd };

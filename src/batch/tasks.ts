@@ -87,6 +87,11 @@ export function isCheckedTask(value: object): value is BatchTask {
 /** Where task lines are read from: the folder paths are relative to, and the ids seen so far. */
 export interface TaskReader {
   dataDir: string;
+  /**
+   * false: context paths are taken as written, unchecked: with `rlm batch --queue` the workers read
+   * them against their own --data-dir, and this machine may not have the files. @default true
+   */
+  checkPaths?: boolean;
   seenIds: Set<string>;
 }
 
@@ -98,7 +103,7 @@ export interface TaskReader {
 export function readTaskLine(line: unknown, where: string, reader: TaskReader): BatchTask {
   const problem = (message: string) => new ConfigurationError(`${where}: ${message}`);
   if (line === null || typeof line !== 'object' || Array.isArray(line)) throw problem('a task must be a JSON object');
-  const task = 'custom_id' in line ? openAITask(line, problem) : rlmTask(line, reader.dataDir, problem);
+  const task = 'custom_id' in line ? openAITask(line, problem) : rlmTask(line, reader, problem);
   if (reader.seenIds.has(task.id)) throw problem(`duplicate id "${task.id}": every task needs its own id (results are matched by it)`);
   reader.seenIds.add(task.id);
   return task;
@@ -112,14 +117,14 @@ function firstIssue(error: z.ZodError): string {
   return path && !issue.message.includes(path) ? `${path}: ${issue.message}` : issue.message;
 }
 
-function rlmTask(line: object, dataDir: string, problem: Problem): BatchTask {
+function rlmTask(line: object, { dataDir, checkPaths = true }: TaskReader, problem: Problem): BatchTask {
   const parsed = rlmLineSchema.safeParse(line);
   if (!parsed.success) throw problem(firstIssue(parsed.error));
   const fields = parsed.data;
   const sources = [fields.context !== undefined, fields.context_path !== undefined, fields.context_paths !== undefined].filter(Boolean).length;
   if (sources > 1) throw problem('give one of "context", "context_path" or "context_paths", not several');
   const given = fields.context_paths ?? (fields.context_path === undefined ? undefined : [fields.context_path]);
-  const contextPaths = given?.map((path) => readablePath(path, dataDir, problem));
+  const contextPaths = checkPaths ? given?.map((path) => readablePath(path, dataDir, problem)) : given;
   if (fields.output_schema !== undefined) {
     try {
       checkOutputSchema(fields.output_schema);
@@ -192,14 +197,14 @@ function readablePath(path: string, dataDir: string, problem: Problem): string {
  * here, before any model call, and names its line. Paths are relative to `dataDir` (default: the
  * file's folder).
  */
-export function readTasksFile(path: string, options: { dataDir?: string | undefined } = {}): BatchTask[] {
+export function readTasksFile(path: string, options: { dataDir?: string | undefined; checkPaths?: boolean } = {}): BatchTask[] {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
     throw new ConfigurationError(`Cannot read the tasks file ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
   }
-  const reader: TaskReader = { dataDir: resolve(options.dataDir ?? dirname(path)), seenIds: new Set() };
+  const reader: TaskReader = { dataDir: resolve(options.dataDir ?? dirname(path)), seenIds: new Set(), ...(options.checkPaths === false && { checkPaths: false }) };
   const tasks: BatchTask[] = [];
   for (const [index, line] of text.split('\n').entries()) {
     if (line.trim() === '') continue;

@@ -52,7 +52,7 @@ export async function batchCommand(tasksPath: string, flags: BatchFlags, io: Com
   return exitCode(summary, io);
 }
 
-function exitCode(summary: BatchResult, io: CommandIo): number {
+export function exitCode(summary: BatchResult, io: CommandIo): number {
   if (summary.stoppedBy === 'signal') {
     const reason: unknown = io.interrupt.reason;
     const interruption = reason instanceof Interruption ? reason : undefined;

@@ -13,7 +13,8 @@ import type { ServeFlags } from './serve-command.js';
 import type { ViewFlags } from './view-pages.js';
 import type { McpFlags } from './mcp-command.js';
 import type { FakeServerFlags } from './fake-server-command.js';
-import type { BatchFlags } from './batch-command.js';
+import type { BatchQueueFlags, BatchStatusFlags } from './batch-queue-command.js';
+import type { WorkerFlags } from './worker-command.js';
 import { EXIT, isConfigurationProblem } from './usage-error.js';
 import { addBatchGenerateCommand } from './batch-generate-command.js';
 
@@ -31,7 +32,7 @@ export function buildProgram(io: CommandIo, setExitCode: SetExitCode): Command {
     .enablePositionalOptions()
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
     .exitOverride();
-  for (const addCommand of [addRunCommand, addBatchCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand]) addCommand(program, io, setExitCode);
+  for (const addCommand of [addRunCommand, addBatchCommand, addWorkerCommand, addServeCommand, addMcpCommand, addViewCommand, addFakeServerCommand]) addCommand(program, io, setExitCode);
   program.addHelpText(
     'after',
     `
@@ -87,15 +88,22 @@ function addBatchCommand(program: Command, io: CommandIo, setExitCode: SetExitCo
     .option('--retry-failed', 'also run again the tasks whose last result failed')
     .option('--quiet', 'no progress output on stderr')
     .option('--json', 'print the summary as one JSON object');
+  addQueueFlags(batch);
   addModelFlags(batch);
   addRunOptionFlags(batch)
     .addHelpText('after', BATCH_EXAMPLES)
-    .action(async (tasksPath: string, flags: BatchFlags) => {
+    .action(async (tasksPath: string, flags: BatchQueueFlags) => {
+      if (flags.queue !== undefined) {
+        const { batchQueueCommand } = await import('./batch-queue-command.js');
+        setExitCode(await batchQueueCommand(tasksPath, flags, io));
+        return;
+      }
       startSandboxWorker(flags.isolation);
       const { batchCommand } = await import('./batch-command.js');
       setExitCode(await batchCommand(tasksPath, flags, io));
     });
   addBatchGenerateCommand(batch);
+  addBatchStatusCommand(batch, io, setExitCode);
 }
 
 function addServeCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
@@ -154,6 +162,49 @@ function addFakeServerCommand(program: Command, io: CommandIo, setExitCode: SetE
     });
 }
 
+/** `rlm batch --queue`: the tasks go to `rlm worker`s through Redis instead of running here. */
+function addQueueFlags(batch: Command): void {
+  batch
+    .option('--queue <url>', 'run the tasks on rlm workers through this Redis: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS')
+    .option('--name <batch>', `with --queue: the batch's name, which its workers are given too (default: ${DEFAULTS.queue.batchName})`)
+    .option('--attempts <n>', `with --queue: tries of a task whose failure may pass, e.g. an upstream error (default: ${DEFAULTS.queue.attempts})`, number('integer'))
+    .option('--retry-delay <seconds>', `with --queue: wait before the second try, doubled for each next one (default: ${DEFAULTS.queue.backoffMs / 1000})`, number('positive'))
+    .option('--max-inline-mb <mb>', `with --queue: largest task line sent through Redis, compressed; put bigger contexts in files or at URLs (default: ${DEFAULTS.queue.maxInlineBytes / 2 ** 20})`, number('positive'));
+}
+
+function addBatchStatusCommand(batch: Command, io: CommandIo, setExitCode: SetExitCode): void {
+  batch
+    .command('status')
+    .description('the figures of a batch queued with --queue: waiting, active, completed, failed, workers, spend, throughput, ETA')
+    .option('--queue <url>', 'the Redis of the batch: redis://[:PASSWORD@]HOST:PORT[/DB]')
+    .option('--name <batch>', `the batch (default: ${DEFAULTS.queue.batchName})`)
+    .option('--json', 'print one JSON object')
+    .action(async (flags: BatchStatusFlags) => {
+      const { batchStatusCommand } = await import('./batch-queue-command.js');
+      setExitCode(await batchStatusCommand(flags, io));
+    });
+}
+
+function addWorkerCommand(program: Command, io: CommandIo, setExitCode: SetExitCode): void {
+  const worker = program
+    .command('worker')
+    .description("run the tasks of a batch queued in Redis (rlm batch --queue), with this machine's models, key and files")
+    .option('--queue <url>', 'the Redis of the batch: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS')
+    .option('--name <batch>', `the batch to work for (default: ${DEFAULTS.queue.batchName})`)
+    .option('--concurrency <n>', `tasks run at once (default: ${DEFAULTS.queue.concurrency})`, number('integer'))
+    .option('--data-dir <dir>', "where the tasks' context paths and a scorer module are read from (default: the working directory)")
+    .option('--grace <seconds>', `after SIGTERM or Ctrl-C, how long running tasks may take to finish before they go back to the queue (default: ${DEFAULTS.queue.graceMs / 1000})`, number('positive'))
+    .option('--lock-duration <seconds>', `a task of a worker that stops answering goes to another after this long (default: ${DEFAULTS.queue.lockDurationMs / 1000})`, number('positive'))
+    .option('--stalled-interval <seconds>', `how often to look for tasks of workers that died (default: ${DEFAULTS.queue.stalledIntervalMs / 1000})`, number('positive'))
+    .option('--quiet', 'no progress output on stderr');
+  addModelFlags(worker);
+  addRunOptionFlags(worker).action(async (flags: WorkerFlags) => {
+    startSandboxWorker();
+    const { workerCommand } = await import('./worker-command.js');
+    setExitCode(await workerCommand(flags, io));
+  });
+}
+
 /** The flags that name the models, for the commands that start runs of their own. */
 function addModelFlags(command: Command): void {
   command
@@ -181,7 +232,7 @@ export async function main(argv: string[], io: CommandIo): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.unknownOption' && argv[0]?.startsWith('-')) {
-        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, batch, serve, mcp, view, fake-server)\n`);
+        io.stderr.write(`rlm: a command comes first: did you mean "rlm run ${argv.join(' ')}"? (commands: run, batch, worker, serve, mcp, view, fake-server)\n`);
       }
       return error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help' ? EXIT.ok : EXIT.usage;
     }
