@@ -199,7 +199,7 @@ function addWorkerCommand(program: Command, io: CommandIo, setExitCode: SetExitC
     .option('--quiet', 'no progress output on stderr');
   addModelFlags(worker);
   addRunOptionFlags(worker).action(async (flags: WorkerFlags) => {
-    startSandboxWorker();
+    startSandboxWorker(flags.isolation);
     const { workerCommand } = await import('./worker-command.js');
     setExitCode(await workerCommand(flags, io));
   });
