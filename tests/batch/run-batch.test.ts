@@ -31,6 +31,23 @@ function needleLines(count: number, from = 0): TaskLine[] {
 }
 
 describe('runBatch', () => {
+  it('answers 1,000 tasks right, each once, through an upstream that fails one request in ten', { timeout: 900_000 }, async () => {
+    const server = await startFakeOpenAIServer({ reply: rlmStrategyReply, faultRate: 0.1, seed: 7 });
+    servers.push(server);
+    const folder = tempFolder('rlm-batch-flaky-');
+    const out = join(folder, 'results.jsonl');
+    const tasks = needleLines(1_000);
+    // A stalled or silent reply is cut after a second of silence and retried, as the soak bench runs.
+    const summary = await runBatch({ model: 'fake-rlm', baseURL: server.baseURL, idleTimeoutMs: 1_000, tasks, out, concurrency: 32, scorer: 'contains' });
+
+    const injected = Object.values(server.faultsInjected).reduce((total, count) => total + count, 0);
+    expect(injected).toBeGreaterThan(server.requests.length * 0.05);
+    expect(summary).toMatchObject({ tasks: 1_000, completed: 1_000, failed: 0, accuracy: 1 });
+    const lines = resultLines(out);
+    expect(lines).toHaveLength(1_000);
+    expect(new Set(lines.map(idOf)).size).toBe(1_000);
+  });
+
   it('runs 200 tasks of mixed shapes at concurrency 8: every id answered once, right, in its own shape', { timeout: 600_000 }, async () => {
     const server = await upstream();
     const folder = tempFolder('rlm-batch-');
