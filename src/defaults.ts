@@ -61,6 +61,8 @@ export const DEFAULTS = {
   batch: {
     /** Tasks of a batch running at once (each is a whole run with its own sandbox). */
     concurrency: 4,
+    /** Tries of a task whose failure may pass (an upstream still failing after rlm's own retries). */
+    attempts: 3,
   },
   server: {
     host: '127.0.0.1',
@@ -92,8 +94,6 @@ export const DEFAULTS = {
     batchName: 'default',
     /** Largest task line a job carries, gzip-compressed (inline contexts travel in it), in bytes. */
     maxInlineBytes: 16 * 2 ** 20,
-    /** Tries of a task whose failure may pass (an upstream still failing after rlm's own retries). */
-    attempts: 3,
     /** First wait before a task is tried again, doubled at each try, in ms. */
     backoffMs: 5_000,
     /** Tasks one `rlm worker` runs at once. */

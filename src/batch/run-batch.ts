@@ -10,6 +10,7 @@ import { ConfigurationError, describeError, RlmError } from '../errors.js';
 import { loadContexts } from '../inputs/contexts.js';
 import { ModelScheduler } from '../lm/scheduler.js';
 import type { UsageSummary } from '../lm/usage.js';
+import { mayPassOnRetry } from './failures.js';
 import { readResults, ResultsFile, type ResultLine, type TaskRecord, type TaskUsage } from './results.js';
 import { scoreOf, SCORERS, type Scorer, type ScorerName } from './scorers.js';
 import { summarize, type BatchSummary } from './summary.js';
@@ -59,6 +60,11 @@ export interface RunBatchOptions extends Omit<RLMOptions, 'model' | 'maxBudgetUs
   scorer?: ScorerName | Scorer;
   /** Runs again the tasks whose last result failed. @default false */
   retryFailed?: boolean;
+  /**
+   * Tries of a task whose failure may pass (an upstream still failing after rlm's own retries of
+   * each request, a sandbox process that died); other failures are final at once. @default DEFAULTS.batch.attempts
+   */
+  attempts?: number;
   /** Where relative context paths of task lines are read from. @default the working directory */
   dataDir?: string;
 }
@@ -99,7 +105,7 @@ class BatchRun {
   #stoppedBy: BatchResult['stoppedBy'] = null;
 
   constructor(options: RunBatchOptions) {
-    const { tasks, out, concurrency, signal, onResult, onLine, onEvent, maxBudgetUsd, spendAccount, scheduler, taskBudgetUsd, scorer, retryFailed, dataDir, ...rlmOptions } = options;
+    const { tasks, out, concurrency, signal, onResult, onLine, onEvent, maxBudgetUsd, spendAccount, scheduler, taskBudgetUsd, scorer, retryFailed, dataDir, attempts, ...rlmOptions } = options;
     this.#options = options;
     this.#scheduler = scheduler ?? new ModelScheduler(rlmOptions.maxConcurrency ?? DEFAULTS.lm.maxConcurrency);
     this.#account = spendAccount ?? (maxBudgetUsd === undefined ? undefined : new MemorySpendAccount(maxBudgetUsd));
@@ -107,6 +113,7 @@ class BatchRun {
     this.#scorer = typeof scorer === 'function' ? scorer : SCORERS[scorer ?? 'exact'];
     this.#reader = { dataDir: dataDir ?? process.cwd(), seenIds: new Set() };
     if (!(Number.isInteger(concurrency ?? 1) && (concurrency ?? 1) >= 1)) throw new ConfigurationError(`concurrency must be a whole number >= 1, got ${concurrency}`);
+    if (!(Number.isInteger(attempts ?? 1) && (attempts ?? 1) >= 1)) throw new ConfigurationError(`attempts must be a whole number >= 1, got ${attempts}`);
   }
 
   async run(): Promise<BatchResult> {
@@ -188,27 +195,36 @@ class BatchRun {
   async #runTask(task: BatchTask, previous: TaskRecord | undefined): Promise<void> {
     const { signal, onEvent, onResult } = this.#options;
     onEvent?.({ type: 'task-start', id: task.id });
-    const started = performance.now();
-    const attempts = (previous?.attempts ?? 0) + 1;
-    const progress = { iterations: 0 };
-    let record: TaskRecord;
+    const tries = this.#options.attempts ?? DEFAULTS.batch.attempts;
+    let record: TaskRecord | undefined;
     let failure: unknown;
+    for (let attempt = 1; attempt <= tries; attempt++) {
+      ({ record, failure } = await this.#try(task, (previous?.attempts ?? 0) + attempt));
+      // A task stopped with the batch has no result: a rerun runs it.
+      if (signal?.aborted) return;
+      if (record.status === 'completed' || attempt === tries || !mayPassOnRetry(failure) || this.#stopping()) break;
+      onEvent?.({ type: 'notice', id: task.id, text: `try ${attempt} of ${tries} failed (${record.error?.message ?? 'no reason'}): trying again` });
+    }
+    this.#records.set(task.id, record!);
+    const line = lineOf(task, record!, failure);
+    this.#results?.append(line);
+    this.#options.onLine?.(line, failure);
+    onEvent?.({ type: 'task-end', record: record! });
+    onResult?.(record!);
+  }
+
+  /** One try of a task: its record, and what failed when it did. */
+  async #try(task: BatchTask, attempts: number): Promise<{ record: TaskRecord; failure?: unknown }> {
+    const { signal, onEvent } = this.#options;
+    const started = performance.now();
+    const progress = { iterations: 0 };
     try {
       const context = task.contextPaths ? await loadContexts({ sources: task.contextPaths, notice: (text) => onEvent?.({ type: 'notice', id: task.id, text }) }) : task.context;
       const result = await finalResult(this.#rlmFor(task).stream({ context, query: task.query, signal, ...(task.outputSchema && { output: task.outputSchema }) }), progress);
-      record = await this.#completed(task, result, attempts);
+      return { record: await this.#completed(task, result, attempts) };
     } catch (error) {
-      // A task stopped with the batch has no result: a rerun runs it.
-      if (signal?.aborted) return;
-      failure = error;
-      record = failedRecord(task, error, { attempts, iterations: progress.iterations, durationMs: performance.now() - started });
+      return { record: failedRecord(task, error, { attempts, iterations: progress.iterations, durationMs: performance.now() - started }), failure: error };
     }
-    this.#records.set(task.id, record);
-    const line = lineOf(task, record, failure);
-    this.#results?.append(line);
-    this.#options.onLine?.(line, failure);
-    onEvent?.({ type: 'task-end', record });
-    onResult?.(record);
   }
 
   async #completed(task: BatchTask, result: RlmResult, attempts: number): Promise<TaskRecord> {

@@ -15,6 +15,7 @@ export interface BatchFlags extends RunOptionFlags {
   scorer?: string;
   dataDir?: string;
   retryFailed?: boolean;
+  attempts?: number;
   quiet?: boolean;
   json?: boolean;
   model?: string;
@@ -42,6 +43,7 @@ export async function batchCommand(tasksPath: string, flags: BatchFlags, io: Com
       ...(flags.taskBudget !== undefined && { taskBudgetUsd: flags.taskBudget }),
       ...(scorer && { scorer }),
       retryFailed: Boolean(flags.retryFailed),
+      ...(flags.attempts !== undefined && { attempts: flags.attempts }),
       signal: io.interrupt,
       onEvent: progress.handle,
     });

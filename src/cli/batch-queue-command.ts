@@ -41,7 +41,7 @@ export async function batchQueueCommand(tasksPath: string, flags: BatchQueueFlag
       settings: { ...(flags.scorer !== undefined && { scorer: flags.scorer }), ...(flags.taskBudget !== undefined && { taskBudgetUsd: flags.taskBudget }) },
       maxBudgetUsd: flags.maxBudget,
       retryFailed: Boolean(flags.retryFailed),
-      attempts: flags.attempts ?? DEFAULTS.queue.attempts,
+      attempts: flags.attempts ?? DEFAULTS.batch.attempts,
       backoffMs: flags.retryDelay === undefined ? DEFAULTS.queue.backoffMs : Math.round(flags.retryDelay * 1000),
       maxInlineBytes: flags.maxInlineMb === undefined ? DEFAULTS.queue.maxInlineBytes : Math.round(flags.maxInlineMb * 2 ** 20),
       collectIntervalMs: DEFAULTS.queue.collectIntervalMs,

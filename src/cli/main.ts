@@ -167,7 +167,7 @@ function addQueueFlags(batch: Command): void {
   batch
     .option('--queue <url>', 'run the tasks on rlm workers through this Redis: redis://[:PASSWORD@]HOST:PORT[/DB], or rediss:// for TLS')
     .option('--name <batch>', `with --queue: the batch's name, which its workers are given too (default: ${DEFAULTS.queue.batchName})`)
-    .option('--attempts <n>', `with --queue: tries of a task whose failure may pass, e.g. an upstream error (default: ${DEFAULTS.queue.attempts})`, number('integer'))
+    .option('--attempts <n>', `tries of a task whose failure may pass, e.g. an upstream still failing after rlm's retries (default: ${DEFAULTS.batch.attempts})`, number('integer'))
     .option('--retry-delay <seconds>', `with --queue: wait before the second try, doubled for each next one (default: ${DEFAULTS.queue.backoffMs / 1000})`, number('positive'))
     .option('--max-inline-mb <mb>', `with --queue: largest task line sent through Redis, compressed; put bigger contexts in files or at URLs (default: ${DEFAULTS.queue.maxInlineBytes / 2 ** 20})`, number('positive'));
 }

@@ -5,13 +5,12 @@ import { DEFAULTS } from '../../defaults.js';
 import type { SpendAccount } from '../../engine/spend-account.js';
 import { ModelScheduler } from '../../lm/scheduler.js';
 import { ConfigurationError, ModelError, RlmError } from '../../errors.js';
+import { mayPassOnRetry } from '../failures.js';
 import type { ResultLine } from '../results.js';
 import { runBatch, type RunBatchOptions } from '../run-batch.js';
 import type { Scorer } from '../scorers.js';
 import type { TaskOutcome } from './queue-worker.js';
 
-/** Codes of failures that come from the machine or the moment, not the task: another try may pass. */
-const PASSING_CODES = new Set(['sandbox_start_failed', 'sandbox_worker_exited']);
 
 /** What a worker runs every task with: its own models, endpoint, key, run flags and --data-dir. */
 export type WorkerRunOptions = Omit<RunBatchOptions, 'tasks' | 'out' | 'concurrency' | 'signal' | 'onResult' | 'onLine' | 'onEvent' | 'maxBudgetUsd' | 'spendAccount' | 'retryFailed'>;
@@ -46,6 +45,8 @@ export async function runTaskLine({ line, options, scorer, account, attempts, si
       ...(scorer && { scorer }),
       tasks: [task as never],
       concurrency: 1,
+      // The queue tries a failed task again (on any worker, after a backoff): not this run.
+      attempts: 1,
       signal,
       ...(account && { spendAccount: account }),
       onLine: (resultLine, failure) => (finished = { line: resultLine, failure }),
@@ -53,19 +54,10 @@ export async function runTaskLine({ line, options, scorer, account, attempts, si
     if (!finished) return undefined;
     const record = 'custom_id' in finished.line ? finished.line.rlm : finished.line;
     record.attempts = attempts;
-    return { status: record.status, line: finished.line as unknown as Record<string, unknown>, retriable: mayPass(finished.failure), ...(record.error && { reason: record.error.message }) };
+    return { status: record.status, line: finished.line as unknown as Record<string, unknown>, retriable: mayPassOnRetry(finished.failure), ...(record.error && { reason: record.error.message }) };
   } finally {
     rmSync(downloads, { recursive: true, force: true });
   }
-}
-
-/** Whether a run's failure may pass on another try: an upstream that kept failing after rlm's retries, a sandbox that died. */
-export function mayPass(failure: unknown): boolean {
-  for (let error = failure; error instanceof Error; error = error.cause) {
-    if (error instanceof ModelError) return error.retriable;
-    if (error instanceof RlmError && PASSING_CODES.has(error.code)) return true;
-  }
-  return false;
 }
 
 /** Replaces http(s) URLs among the line's context paths with files fetched into `folder` (named as in the URL, so the extension still picks the format). */
