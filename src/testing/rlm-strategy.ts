@@ -18,11 +18,12 @@ interface WireMessage {
  *
  * As the ROOT model (recognised by rlm's system prompt, prompts/system.md) it follows a real RLM
  * strategy over three turns: it looks at `context` (type, length, a preview), then splits it into
- * chunks on sentence boundaries and asks every chunk the question with `llm_query_batched`, then
- * combines the answers and calls FINAL. As the SUB model it reads the chunk it is given and quotes
- * the sentence that best matches the question's words (every number in the question must be in
- * it), or answers NOT FOUND. Needle questions ("What is the secret code of item 4411?" over a text
- * that hides "The secret code of item 4411 is XYZ-123.") get right answers.
+ * chunks on sentence boundaries and asks every chunk the question with `llm_query_batched` (a
+ * chunk whose call failed is asked once more), then combines the answers and calls FINAL. As the
+ * SUB model it reads the chunk it is given and quotes the sentence that best matches the question's
+ * words (every number in the question must be in it), or answers NOT FOUND. Needle questions
+ * ("What is the secret code of item 4411?" over a text that hides "The secret code of item 4411 is
+ * XYZ-123.") get right answers.
  *
  * @example
  * const upstream = await startFakeOpenAIServer({ reply: rlmStrategyReply });
@@ -68,8 +69,12 @@ for (const sentence of text.split(/(?<=[.!?])\\s+|\\n+/)) {
   chunk += sentence + '\\n';
 }
 if (chunk) chunks.push(chunk);
-const answers = llm_query_batched(chunks.map((part, i) =>
-  \`Question: \${question}\\nPart \${i + 1} of \${chunks.length} of the context follows. Quote the sentence that answers the question, or reply ${NOT_FOUND}.\\n\\n\${part}\`));
+const prompts = chunks.map((part, i) =>
+  \`Question: \${question}\\nPart \${i + 1} of \${chunks.length} of the context follows. Quote the sentence that answers the question, or reply ${NOT_FOUND}.\\n\\n\${part}\`);
+const answers = llm_query_batched(prompts);
+// A part whose call failed (after rlm's own retries) is asked once more.
+const again = answers.flatMap((answer, i) => (answer.startsWith('Error:') ? [i] : []));
+if (again.length > 0) llm_query_batched(again.map((i) => prompts[i])).forEach((answer, k) => (answers[again[k]] = answer));
 const found = answers.filter((answer) => !answer.startsWith('Error:') && !answer.includes('${NOT_FOUND}'));
 const failed = answers.filter((answer) => answer.startsWith('Error:')).length;
 print(chunks.length, 'chunks:', found.length, 'with an answer,', failed, 'failed');
