@@ -219,11 +219,36 @@ describe('rlm batch --queue and rlm worker', () => {
     expect(figures.spentUsd as number).toBeLessThanOrEqual(0.2 + 4 * 0.03 + 1e-9);
     expect(figures).toMatchObject({ waiting: 0, active: 0 });
     // Every task that started has its line: none started once the budget was spent.
-    expect(runsStarted(server.requests).size).toBe(lines.length);
+    expect(runsStarted(server.requests).size, workers.map((worker) => worker.stderr()).join('\n')).toBe(lines.length);
     const requestsAtEnd = server.requests.length;
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(server.requests.length).toBe(requestsAtEnd);
     for (const worker of workers) expect(worker.child.exitCode).toBeNull();
+  });
+
+  it('gives a failed line to a task that started but was still due another try when the budget ran out', { timeout: 120_000 }, async () => {
+    const folder = tempFolder('rlm-queue-budget-retry-');
+    const tasks = inlineTasks(folder, 12);
+    const unlucky = needleTask(0, SENTENCES).question;
+    // t0's upstream keeps saying 429: its try fails after rlm's own retries, and the next try waits
+    // 60 s (--retry-delay) while the other tasks spend the budget.
+    upstream = await startFakeOpenAIServer({
+      latencyMs: 40,
+      reply: (request, index) => (questionOf(request) === unlucky ? { status: 429, headers: { 'retry-after': '0' }, error: { message: 'rate limited', type: 'rate_limit_error' } } : needleSearch(request, index)),
+    });
+    const out = join(folder, 'results.jsonl');
+    const batch = newBatch();
+    startWorker({ batch, baseURL: upstream.baseURL, dataDir: folder, extra: ['--concurrency', '2', '--price', 'fake-rlm=1000,1000'] });
+
+    const result = await runCli(coordinatorArgs({ batch, tasks, out, extra: ['--max-budget', '0.1', '--retry-delay', '60'] }));
+
+    expect(result.code, result.stderr).toBe(1);
+    const lines = resultLines(out);
+    expect(lines.length).toBeLessThan(12);
+    const t0 = lines.find((line) => idOf(line) === 't0');
+    expect(t0).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'max_budget' } });
+    expect((t0!.error as { message: string }).message).toMatch(/^Try 1 failed \(.*rate limited.*\), and the batch budget was spent before another try\.$/);
+    expect(runsStarted(upstream.requests).size).toBe(lines.length);
   });
 
   it('drains a worker on SIGTERM: running tasks finish, it exits 0; past the grace period they go back to the queue', { timeout: 120_000 }, async () => {

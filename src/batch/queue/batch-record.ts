@@ -8,7 +8,10 @@ import { KEY_PREFIX } from './queue-connection.js';
  *   `budget_usd` (absent: no budget) and `spent_usd`, which every worker's runs charge;
  * - `collected-completed` / `collected-failed`, sets of the task ids the coordinator wrote to its
  *   results file (sets, so writing a result again after a crash counts it once);
- * - `finished-at`, a sorted set of those ids by the time they were collected, for throughput.
+ * - `finished-at`, a sorted set of those ids by the time they were collected, for throughput;
+ * - `unfinished-runs`, a hash of the tasks a worker started whose result is not collected yet: the
+ *   try it started and, once a try failed and another is due, why. When the budget stops the batch,
+ *   a task found here that no worker still runs gets a failed line, so no paid-for run goes unsaid.
  */
 export function batchKeys(name: string) {
   const base = `${KEY_PREFIX}:${name}:`;
@@ -17,6 +20,7 @@ export function batchKeys(name: string) {
     completed: `${base}collected-completed`,
     failed: `${base}collected-failed`,
     finishedAt: `${base}finished-at`,
+    unfinished: `${base}unfinished-runs`,
   };
 }
 
@@ -46,12 +50,15 @@ end
 return 1`,
   },
   rlmRecordCollected: {
-    numberOfKeys: 3,
+    numberOfKeys: 4,
     lua: `if ARGV[2] == 'completed' then redis.call('SADD', KEYS[1], ARGV[1]); redis.call('SREM', KEYS[2], ARGV[1])
 else redis.call('SADD', KEYS[2], ARGV[1]); redis.call('SREM', KEYS[1], ARGV[1]) end
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+redis.call('HDEL', KEYS[4], ARGV[1])
 return 1`,
   },
+  rlmRecordRun: { numberOfKeys: 1, lua: "return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])" },
+  rlmReadRuns: { numberOfKeys: 1, lua: "return redis.call('HMGET', KEYS[1], unpack(ARGV))" },
   rlmReadRecord: {
     numberOfKeys: 4,
     lua: `local info = redis.call('HMGET', KEYS[1], 'total', 'started_at', 'budget_usd', 'spent_usd')
@@ -62,7 +69,7 @@ return { info[1] or false, info[2] or false, info[3] or false, info[4] or false,
 
 const prepared = new WeakSet<RedisClient>();
 
-function run(client: RedisClient, script: keyof typeof SCRIPTS, args: (string | number)[]): Promise<unknown> {
+function runScript(client: RedisClient, script: keyof typeof SCRIPTS, args: (string | number)[]): Promise<unknown> {
   if (!prepared.has(client)) {
     for (const [name, definition] of Object.entries(SCRIPTS)) client.defineCommand(name, definition);
     prepared.add(client);
@@ -73,7 +80,7 @@ function run(client: RedisClient, script: keyof typeof SCRIPTS, args: (string | 
 const numberOrUndefined = (value: unknown) => (value === null || value === false || value === undefined ? undefined : Number(value));
 
 export async function readBudget(client: RedisClient, keys: BatchKeys): Promise<BudgetState> {
-  const [budget, spent] = (await run(client, 'rlmReadBudget', [keys.info])) as unknown[];
+  const [budget, spent] = (await runScript(client, 'rlmReadBudget', [keys.info])) as unknown[];
   return { budgetUsd: numberOrUndefined(budget), spentUsd: numberOrUndefined(spent) ?? 0 };
 }
 
@@ -82,7 +89,7 @@ export async function readBudget(client: RedisClient, keys: BatchKeys): Promise<
  * HINCRBYFLOAT, atomic in Redis, so concurrent charges from many machines all count.
  */
 export async function chargeBatch(client: RedisClient, keys: BatchKeys, usd: number): Promise<number> {
-  return Number(await run(client, 'rlmChargeBatch', [keys.info, usd]));
+  return Number(await runScript(client, 'rlmChargeBatch', [keys.info, usd]));
 }
 
 /**
@@ -96,12 +103,36 @@ export async function recordCoordinatorStart(
   { total, budgetUsd, completedIds, failedIds }: { total: number; budgetUsd: number | undefined; completedIds: string[]; failedIds: string[] },
 ): Promise<void> {
   const args = [keys.info, keys.completed, keys.failed, total, Date.now(), budgetUsd ?? '', completedIds.length, ...completedIds, ...failedIds];
-  await run(client, 'rlmRecordStart', args);
+  await runScript(client, 'rlmRecordStart', args);
 }
 
 /** Counts a result the coordinator wrote; idempotent, so a coordinator that crashed and writes again counts it once. */
 export async function recordCollected(client: RedisClient, keys: BatchKeys, { taskId, status }: { taskId: string; status: 'completed' | 'failed' }): Promise<void> {
-  await run(client, 'rlmRecordCollected', [keys.completed, keys.failed, keys.finishedAt, taskId, status, Date.now()]);
+  await runScript(client, 'rlmRecordCollected', [keys.completed, keys.failed, keys.finishedAt, keys.unfinished, taskId, status, Date.now()]);
+}
+
+/** A task's run that a worker started and whose result is not collected yet. */
+export interface UnfinishedRun {
+  /** The try that started (earlier batches' runs counted). */
+  attempt: number;
+  /** Why the last try failed, when another was due. */
+  failure?: string;
+}
+
+/** Notes that a worker started a try of a task, or that the try failed and another is due. */
+export async function recordRun(client: RedisClient, keys: BatchKeys, taskId: string, run: UnfinishedRun): Promise<void> {
+  await runScript(client, 'rlmRecordRun', [keys.unfinished, taskId, JSON.stringify(run)]);
+}
+
+/** The unfinished runs of these tasks, by task id (tasks no worker started are absent). */
+export async function readUnfinishedRuns(client: RedisClient, keys: BatchKeys, taskIds: string[]): Promise<Map<string, UnfinishedRun>> {
+  const runs = new Map<string, UnfinishedRun>();
+  for (let start = 0; start < taskIds.length; start += 1_000) {
+    const slice = taskIds.slice(start, start + 1_000);
+    const values = (await runScript(client, 'rlmReadRuns', [keys.unfinished, ...slice])) as (string | null)[];
+    values.forEach((value, index) => value && runs.set(slice[index]!, JSON.parse(value) as UnfinishedRun));
+  }
+  return runs;
 }
 
 /** The figures `rlm batch status` reads from the record. */
@@ -116,7 +147,7 @@ export interface RecordFigures {
 }
 
 export async function readRecord(client: RedisClient, keys: BatchKeys, windowMs: number): Promise<RecordFigures> {
-  const [total, startedAt, budget, spent, completed, failed, recent] = (await run(client, 'rlmReadRecord', [keys.info, keys.completed, keys.failed, keys.finishedAt, Date.now(), windowMs])) as unknown[];
+  const [total, startedAt, budget, spent, completed, failed, recent] = (await runScript(client, 'rlmReadRecord', [keys.info, keys.completed, keys.failed, keys.finishedAt, Date.now(), windowMs])) as unknown[];
   return {
     total: numberOrUndefined(total) ?? 0,
     startedAt: numberOrUndefined(startedAt),

@@ -6,7 +6,7 @@ import { readResults, recordOf, ResultsFile, type ResultLine, type TaskRecord } 
 import { failedRecord, lineOf, type BatchEvent, type BatchResult } from '../run-batch.js';
 import { summarize } from '../summary.js';
 import { readTasksFile, type BatchTask } from '../tasks.js';
-import { batchKeys, readBudget, recordCollected, recordCoordinatorStart, type BatchKeys } from './batch-record.js';
+import { batchKeys, readBudget, readUnfinishedRuns, recordCollected, recordCoordinatorStart, type BatchKeys, type UnfinishedRun } from './batch-record.js';
 import { closeQueue, connectionOptions, KEY_PREFIX, reachable, type QueueAddress } from './queue-connection.js';
 import type { TaskJobResult } from './queue-worker.js';
 import { jobIdOf, taskIdOfJob, taskJobData, type BatchSettings, type TaskJobData } from './task-jobs.js';
@@ -123,7 +123,10 @@ class ResultCollector {
     while (!signal.aborted) {
       for (const taskId of await this.collect()) outstanding.delete(taskId);
       if (outstanding.size === 0) return this.#notStarted > 0 ? 'budget' : null;
-      if (await this.#budgetStopped()) return 'budget';
+      if (await this.#budgetStopped()) {
+        await this.#closeUnfinished(outstanding);
+        return 'budget';
+      }
       await sleep(collectIntervalMs, signal);
     }
     return 'signal';
@@ -141,6 +144,20 @@ class ResultCollector {
     await queue.drain(true);
     const counts = await queue.getJobCounts('active', 'completed', 'failed');
     return (counts.active ?? 0) + (counts.completed ?? 0) + (counts.failed ?? 0) === 0;
+  }
+
+  /**
+   * Once the budget stopped the batch and no task runs: a task a worker started whose result never
+   * came (its try failed and the next was drained, or its worker died and the job went back to
+   * wait) gets a failed line saying so, since it was paid for.
+   */
+  async #closeUnfinished(outstanding: Set<string>): Promise<void> {
+    const { queue, keys } = this.#parts;
+    const client = await queue.client;
+    for (const [taskId, run] of await readUnfinishedRuns(client, keys, [...outstanding])) {
+      this.#write(taskId, this.#budgetStoppedResult(taskId, run));
+      await recordCollected(client, keys, { taskId, status: 'failed' });
+    }
   }
 
   /** Writes the results of every finished job and removes the jobs; returns their task ids. */
@@ -165,16 +182,16 @@ class ResultCollector {
    * job again at its next start, sees the same record already last in the file, and only removes it.
    */
   async #collectOne(job: Job<TaskJobData, TaskJobResult>, state: 'completed' | 'failed'): Promise<string> {
-    const { previous, results, queue, keys, options } = this.#parts;
+    const { queue, keys } = this.#parts;
     const taskId = job.data?.taskId ?? taskIdOfJob(job.id!);
-    const result = state === 'completed' && job.returnvalue ? job.returnvalue : this.#failedJobResult(job, taskId);
+    let result = state === 'completed' && job.returnvalue ? job.returnvalue : this.#failedJobResult(job, taskId);
+    if (result.status === 'not-started') {
+      // Not started now, but maybe before: a try whose worker died, or one that failed and was due again.
+      const run = (await readUnfinishedRuns(await queue.client, keys, [taskId])).get(taskId);
+      if (run) result = this.#budgetStoppedResult(taskId, run);
+    }
     if (result.status !== 'not-started') {
-      const record = recordOf(result.line as unknown as ResultLine);
-      if (JSON.stringify(previous.get(taskId)) !== JSON.stringify(record)) {
-        results.append(result.line as unknown as ResultLine);
-        previous.set(taskId, record);
-        options.onEvent?.({ type: 'task-end', record });
-      }
+      this.#write(taskId, result);
       await recordCollected(await queue.client, keys, { taskId, status: result.status });
     } else {
       this.#notStarted++;
@@ -183,13 +200,35 @@ class ResultCollector {
     return taskId;
   }
 
+  /** Appends a task's line, unless the file already ends its record with the same one (a restarted coordinator collecting again). */
+  #write(taskId: string, result: Exclude<TaskJobResult, { status: 'not-started' }>): void {
+    const { previous, results, options } = this.#parts;
+    const record = recordOf(result.line as unknown as ResultLine);
+    if (JSON.stringify(previous.get(taskId)) === JSON.stringify(record)) return;
+    results.append(result.line as unknown as ResultLine);
+    previous.set(taskId, record);
+    options.onEvent?.({ type: 'task-end', record });
+  }
+
+  /** The line of a task that started but did not finish before the budget was spent. */
+  #budgetStoppedResult(taskId: string, run: UnfinishedRun): Exclude<TaskJobResult, { status: 'not-started' }> {
+    const why = run.failure
+      ? `Try ${run.attempt} failed (${run.failure}), and the batch budget was spent before another try.`
+      : `Try ${run.attempt} started, but its worker stopped before it finished (killed, cut off from Redis, or stopped), and the batch budget was spent before another try.`;
+    return this.#failedLine(taskId, new RlmError('max_budget', why), run.attempt, 0);
+  }
+
   /** The line of a job BullMQ gave up on: its worker died too often, or it could not read the task. */
   #failedJobResult(job: Job<TaskJobData, TaskJobResult>, taskId: string): TaskJobResult {
-    const task = this.#tasks.get(taskId);
     const error = new RlmError('job_failed', job.failedReason || 'the job failed without a reason');
     const attempts = (job.data?.settings?.previousAttempts ?? 0) + Math.max(1, job.attemptsStarted);
+    return this.#failedLine(taskId, error, attempts, job.finishedOn && job.processedOn ? job.finishedOn - job.processedOn : 0);
+  }
+
+  #failedLine(taskId: string, error: RlmError, attempts: number, durationMs: number): Exclude<TaskJobResult, { status: 'not-started' }> {
+    const task = this.#tasks.get(taskId);
     if (!task) return { status: 'failed', line: { id: taskId, status: 'failed', error: { code: error.code, message: error.message }, attempts } };
-    const record = failedRecord(task, error, { attempts, iterations: 0, durationMs: job.finishedOn && job.processedOn ? job.finishedOn - job.processedOn : 0 });
+    const record = failedRecord(task, error, { attempts, iterations: 0, durationMs });
     return { status: 'failed', line: lineOf(task, record, error) as unknown as Record<string, unknown> };
   }
 }

@@ -3,7 +3,7 @@ import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { DEFAULTS } from '../../defaults.js';
 import type { SpendAccount } from '../../engine/spend-account.js';
 import { ConfigurationError, RlmError } from '../../errors.js';
-import { batchKeys } from './batch-record.js';
+import { batchKeys, recordRun, type UnfinishedRun } from './batch-record.js';
 import { closeQueue, connectionOptions, KEY_PREFIX, reachable, type QueueAddress } from './queue-connection.js';
 import { RedisSpendAccount } from './redis-spend-account.js';
 import { taskLineOf, type BatchSettings, type TaskJobData } from './task-jobs.js';
@@ -63,8 +63,8 @@ export interface RunningQueueWorker {
  */
 export async function startQueueWorker(options: QueueWorkerOptions): Promise<RunningQueueWorker> {
   const running = new Map<string, AbortController>();
-  let account: RedisSpendAccount | undefined;
-  const worker = new Worker(options.address.name, (job, token) => processJob({ job, token, account: account!, running, options }), {
+  let batch: BatchParts | undefined;
+  const worker = new Worker(options.address.name, (job, token) => processJob({ job, token, batch: batch!, running, options }), {
     connection: connectionOptions(options.address.url),
     prefix: KEY_PREFIX,
     concurrency: options.concurrency,
@@ -82,7 +82,9 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Run
     throw error;
   }
   worker.on('error', (error) => options.onEvent?.({ type: 'error', message: error.message }));
-  account = new RedisSpendAccount({ client: await worker.client, keys: batchKeys(options.address.name) });
+  const client = await worker.client;
+  const keys = batchKeys(options.address.name);
+  batch = { account: new RedisSpendAccount({ client, keys }), noteRun: (taskId, run) => recordRun(client, keys, taskId, run) };
   const closed = new Promise<void>((resolve) => worker.once('closed', () => resolve()));
   void worker.run().catch((error: unknown) => options.onEvent?.({ type: 'error', message: (error as Error).message }));
   await worker.waitUntilReady();
@@ -106,11 +108,20 @@ class HandBack extends RlmError {
   }
 }
 
-async function processJob({ job, token, account, running, options }: { job: Job<TaskJobData>; token: string | undefined; account: RedisSpendAccount; running: Map<string, AbortController>; options: QueueWorkerOptions }): Promise<TaskJobResult> {
+/** The batch's parts in Redis a worker's jobs use. */
+interface BatchParts {
+  account: RedisSpendAccount;
+  /** Records a started try (and why it failed, when another is due) until its result is collected. */
+  noteRun: (taskId: string, run: UnfinishedRun) => Promise<void>;
+}
+
+async function processJob({ job, token, batch, running, options }: { job: Job<TaskJobData>; token: string | undefined; batch: BatchParts; running: Map<string, AbortController>; options: QueueWorkerOptions }): Promise<TaskJobResult> {
   const { taskId, line, settings } = readJob(job);
+  const { account } = batch;
   const attempt = (settings.previousAttempts ?? 0) + Math.max(1, job.attemptsStarted);
   const remaining = await account.remaining();
   if (remaining <= 0) return notStarted(taskId, attempt, options);
+  await batch.noteRun(taskId, { attempt });
   const controller = new AbortController();
   running.set(job.id!, controller);
   options.onEvent?.({ type: 'task-start', taskId, attempt });
@@ -130,8 +141,10 @@ async function processJob({ job, token, account, running, options }: { job: Job<
     if (outcome === undefined) return notStarted(taskId, attempt, options);
     // BullMQ counts failed tries in attemptsMade (a try cut by a dead worker is not one of them).
     if (outcome.retriable && job.attemptsMade + 1 < (job.opts.attempts ?? 1)) {
+      const reason = outcome.reason ?? 'the task failed and may pass on another try';
+      await batch.noteRun(taskId, { attempt, failure: reason });
       options.onEvent?.({ type: 'task-end', taskId, status: 'retry', attempt });
-      throw new Error(outcome.reason ?? 'the task failed and may pass on another try');
+      throw new Error(reason);
     }
     options.onEvent?.({ type: 'task-end', taskId, status: outcome.status, attempt });
     return { status: outcome.status, line: outcome.line };
