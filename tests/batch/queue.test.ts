@@ -234,7 +234,7 @@ describe('rlm batch --queue and rlm worker', () => {
     // 60 s (--retry-delay) while the other tasks spend the budget.
     upstream = await startFakeOpenAIServer({
       latencyMs: 40,
-      reply: (request, index) => (questionOf(request) === unlucky ? { status: 429, headers: { 'retry-after': '0' }, error: { message: 'rate limited', type: 'rate_limit_error' } } : needleSearch(request, index)),
+      reply: (request) => (questionOf(request) === unlucky ? { status: 429, headers: { 'retry-after': '0' }, error: { message: 'rate limited', type: 'rate_limit_error' } } : needleSearch(request)),
     });
     const out = join(folder, 'results.jsonl');
     const batch = newBatch();
