@@ -1,4 +1,5 @@
 import type { RlmEvent, RlmResult } from '../index.js';
+import { formatCount } from '../format.js';
 
 export type ProgressMode = 'live' | 'lines' | 'quiet';
 
@@ -75,7 +76,7 @@ export class ProgressView {
         if (this.verbose) this.line(`  tool ${event.toolName}: ${event.error ? `error: ${event.error}` : truncate(event.result ?? '', 200)}`);
         break;
       case 'compaction':
-        this.line(`${event.depth === 0 ? '' : `  child run (depth ${event.depth}): `}conversation compacted to fit ${event.contextWindow.toLocaleString('en-US')} tokens: ~${event.tokensBefore.toLocaleString('en-US')} -> ~${event.tokensAfter.toLocaleString('en-US')} tokens`);
+        this.line(`${event.depth === 0 ? '' : `  child run (depth ${event.depth}): `}conversation compacted to fit ${formatCount(event.contextWindow)} tokens: ~${formatCount(event.tokensBefore)} -> ~${formatCount(event.tokensAfter)} tokens`);
         break;
       case 'final':
         if (event.depth === 0) this.line(`final answer (${event.source === 'forced' ? 'forced at the iteration limit' : `from ${event.source}`})`);

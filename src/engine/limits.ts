@@ -1,5 +1,5 @@
 import { ConfigurationError, describeError, RlmError } from '../errors.js';
-import { formatDuration } from '../format.js';
+import { formatDuration, formatCount } from '../format.js';
 import type { TokenUsage } from '../lm/types.js';
 import type { UsageSummary, UsageTracker } from '../lm/usage.js';
 import type { SpendAccount } from './spend-account.js';
@@ -154,7 +154,7 @@ export class TreeBudget {
     const { maxTokens, maxBudgetUsd } = this.limits;
     const tokens = summary.inputTokens + summary.outputTokens;
     if (maxTokens !== undefined && tokens > maxTokens) {
-      this.stop(new RunLimitError('max_tokens', `Token limit reached: ${tokens.toLocaleString('en-US')} tokens used, the limit is ${maxTokens.toLocaleString('en-US')}.`));
+      this.stop(new RunLimitError('max_tokens', `Token limit reached: ${formatCount(tokens)} tokens used, the limit is ${formatCount(maxTokens)}.`));
     } else if (maxBudgetUsd !== undefined && summary.costUsd !== null && summary.costUsd > maxBudgetUsd) {
       // (With a budget, no call to a model without a price is made, so the cost is known.)
       const [spent, budget] = formatUsdPair(summary.costUsd, maxBudgetUsd);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULTS } from '../defaults.js';
 import { InstallationError } from '../errors.js';
+import { formatCount } from '../format.js';
 import { isFileContext } from '../sandbox/context-file.js';
 import { packageRoot } from '../paths.js';
 import type { ToolSpec } from '../lm/types.js';
@@ -110,7 +111,7 @@ interface SystemPromptSettings {
 
 export function systemPrompt(settings: SystemPromptSettings): string {
   return render(templates().system, {
-    output_limit: (settings.outputLimitChars ?? DEFAULTS.sandbox.outputLimitChars).toLocaleString('en-US'),
+    output_limit: formatCount(settings.outputLimitChars ?? DEFAULTS.sandbox.outputLimitChars),
     block_timeout: `${Math.round((settings.blockTimeoutMs ?? DEFAULTS.sandbox.blockTimeoutMs) / 1000)} s of computation`,
     context_note: settings.depth > 0 ? ' (for a child run: the task you were given)' : '',
     sub_model_chars: '500,000',
@@ -197,19 +198,18 @@ export function blockOutputMessage(block: CodeBlockRecord): string {
 
 /** What the root model learns about the context instead of the context itself. */
 function describeContext(context: unknown): string {
-  const count = (value: number) => value.toLocaleString('en-US');
-  if (typeof context === 'string') return message('context-string', { length: count(context.length) });
-  if (isFileContext(context)) return message('context-file', { bytes: count(context.bytes) });
+  if (typeof context === 'string') return message('context-string', { length: formatCount(context.length) });
+  if (isFileContext(context)) return message('context-file', { bytes: formatCount(context.bytes) });
   if (Array.isArray(context)) {
     const lengths = context.map(itemLength);
     const total = lengths.reduce((sum, length) => sum + length, 0);
     const more = lengths.length > 100 ? `, ... (${lengths.length - 100} more)` : '';
-    return message('context-array', { count: count(context.length), total: count(total), lengths: `${lengths.slice(0, 100).join(', ')}${more}` });
+    return message('context-array', { count: formatCount(context.length), total: formatCount(total), lengths: `${lengths.slice(0, 100).join(', ')}${more}` });
   }
   if (context !== null && typeof context === 'object') {
     const keys = Object.keys(context);
     const shownKeys = keys.slice(0, 30).join(', ') + (keys.length > 30 ? `, ... (${keys.length - 30} more)` : '');
-    return message('context-object', { count: String(keys.length), keys: shownKeys, length: count(JSON.stringify(context).length) });
+    return message('context-object', { count: String(keys.length), keys: shownKeys, length: formatCount(JSON.stringify(context).length) });
   }
   return message('context-other', { type: context === null ? 'null' : typeof context });
 }

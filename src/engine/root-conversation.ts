@@ -6,6 +6,7 @@ import type { CodeBlockRecord, CompactionRecord } from './events.js';
 import { RunLimitError } from './limits.js';
 import { blockOutputMessage, forceFinalPrompt, message, turnPrompt } from './prompts.js';
 import type { RunSettings } from './run-types.js';
+import { formatCount } from '../format.js';
 
 /** Room kept for the message each turn adds after the conversation (turn number, query, notes). */
 const TURN_PROMPT_ALLOWANCE = 200;
@@ -106,7 +107,7 @@ export class RootConversation {
       return;
     }
     if (tokens > contextWindow) {
-      throw new RunLimitError('context_window', `The root conversation (about ${count(tokens)} tokens) no longer fits the context window of ${rootModel} (${count(contextWindow)} tokens), and compaction is off.`);
+      throw new RunLimitError('context_window', `The root conversation (about ${formatCount(tokens)} tokens) no longer fits the context window of ${rootModel} (${formatCount(contextWindow)} tokens), and compaction is off.`);
     }
   }
 
@@ -129,7 +130,7 @@ export class RootConversation {
     const tokensAfter = this.#tokens();
     this.#options.onCompaction({ tokensBefore, tokensAfter, contextWindow, messagesReplaced: replaced.length, summary, durationMs: performance.now() - started });
     if (tokensAfter > contextWindow) {
-      throw new RunLimitError('context_window', `Even compacted, the root conversation (about ${count(tokensAfter)} tokens) does not fit the context window of ${rootModel} (${count(contextWindow)} tokens).`);
+      throw new RunLimitError('context_window', `Even compacted, the root conversation (about ${formatCount(tokensAfter)} tokens) does not fit the context window of ${rootModel} (${formatCount(contextWindow)} tokens).`);
     }
   }
 
@@ -143,7 +144,7 @@ export class RootConversation {
     const allowed = this.#options.contextWindow * OUTPUT_SHARE_OF_WINDOW;
     if (estimateTokens([{ role: 'user', content: text }]) <= allowed) return text;
     const shown = Math.floor(allowed * CHARS_PER_TOKEN) - CUT_NOTE_CHARS;
-    return `${text.slice(0, shown)}\n${message('output-cut', { shown: count(shown), total: count(text.length) })}`;
+    return `${text.slice(0, shown)}\n${message('output-cut', { shown: formatCount(shown), total: formatCount(text.length) })}`;
   }
 }
 
@@ -151,6 +152,3 @@ function rootPrompt(messages: ChatMessage[]): RootPrompt {
   return { messages, sent: alternateRoles(messages) };
 }
 
-function count(value: number): string {
-  return value.toLocaleString('en-US');
-}

@@ -1,5 +1,5 @@
 import { SandboxError } from '../errors.js';
-import { formatDuration } from '../format.js';
+import { formatDuration, formatCount } from '../format.js';
 import { blockReportSchema, parseJsonText, type BlockReport, type WorkerEvent } from './protocol.js';
 import type { SandboxLimits } from './sandbox-limits.js';
 import { MAX_REJECTED_FINALS, REJECTED_ANSWER_CHARS, type RejectedFinal } from './schema-problems.js';
@@ -168,5 +168,5 @@ function splitFailure(failure: string): BlockError {
 }
 
 function truncationMarker(droppedChars: number): string {
-  return `\n... [output truncated: ${droppedChars.toLocaleString('en-US')} more characters not shown. Print less: slices, counts or summaries.]`;
+  return `\n... [output truncated: ${formatCount(droppedChars)} more characters not shown. Print less: slices, counts or summaries.]`;
 }

@@ -1,6 +1,7 @@
 // How an answer that does not match the output schema is reported: each problem as `path: message`,
 // the first few only. One formatter for both places that check answers: the sandbox worker (FINAL in
 // a block) and the host (the answer that ends a turn), so the model reads the same words from both.
+import { formatCount } from '../format.js';
 import type { z } from 'zod';
 import { clip } from './shared.js';
 
@@ -25,7 +26,7 @@ const PROBLEM_CHARS = 300;
 export function problemsOf(issues: readonly z.core.$ZodIssue[]): string[] {
   const listed = issues.slice(0, LISTED_PROBLEMS).map((issue) => clip(`${issue.path.map(String).join('.') || '(the answer)'}: ${issueText(issue.message)}`, PROBLEM_CHARS));
   const more = issues.length - listed.length;
-  if (more > 0) listed.push(`and ${more.toLocaleString('en-US')} more`);
+  if (more > 0) listed.push(`and ${formatCount(more)} more`);
   return listed;
 }
 

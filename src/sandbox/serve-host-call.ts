@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { formatCount } from '../format.js';
 import { untilAborted } from '../abort.js';
 import { describeError } from '../errors.js';
 import { clip } from './shared.js';
@@ -51,7 +52,7 @@ function readKind(request: unknown): string {
 function describeProblems(issues: z.ZodError['issues']): string {
   const problems = issues.slice(0, REPORTED_PROBLEMS).map((issue) => clip(`${issue.path.join('.') || 'arguments'}: ${issue.message}`, PROBLEM_CHARS));
   const unreported = issues.length - problems.length;
-  if (unreported > 0) problems.push(`and ${unreported.toLocaleString('en-US')} more problem${unreported === 1 ? '' : 's'}`);
+  if (unreported > 0) problems.push(`and ${formatCount(unreported)} more problem${unreported === 1 ? '' : 's'}`);
   return problems.join('; ');
 }
 

@@ -12,6 +12,7 @@
 // When the block has run until it awaits and such calls are outstanding, the worker tells the host
 // it is waiting, waits for the next reply, and hands it to the prelude, which lets the block go on
 // (awaitAsyncCalls). The block's time limit counts only the time spent running it.
+import { formatCount } from '../format.js';
 import fs from 'node:fs';
 import ivm from 'isolated-vm';
 import type { z } from 'zod';
@@ -350,9 +351,8 @@ function errorReply(name: string, message: string): string {
 // The prelude writes the kind first; reading only the head keeps a huge request unparsed.
 function tooLargeMessage(request: string, maxHostCallChars: number): string {
   const kind = /^\{"kind":"(\w+)"/.exec(request.slice(0, 64))?.[1] ?? 'host call';
-  const count = (chars: number) => chars.toLocaleString('en-US');
   return (
-    `${kind}: the call is ${count(request.length)} characters, over the limit of ${count(maxHostCallChars)} per host call. ` +
+    `${kind}: the call is ${formatCount(request.length)} characters, over the limit of ${formatCount(maxHostCallChars)} per host call. ` +
     'Split the data across several calls, or send less (a slice, a summary).'
   );
 }

@@ -3,6 +3,7 @@
 // the task table are HTML up front, so the page reads with scripts off; the script only sorts and
 // filters the table. Every text from the results file (ids, answers, errors) is escaped: answers
 // are model output.
+import { formatCount } from '../format.js';
 import type { BatchResults, BatchSummary, ModelTokens, TaskResult } from './batch-results.js';
 import { summarizeBatch } from './batch-results.js';
 import { escape, seconds, THEME_STYLE } from './html.js';
@@ -70,7 +71,7 @@ function renderBreakdowns(summary: BatchSummary): string {
     ? `<table class="usage" id="failures"><thead><tr><th>failure code</th><th>tasks</th></tr></thead><tbody>${failures.map(([code, count]) => `<tr><td>${escape(code)}</td><td>${count}</td></tr>`).join('')}</tbody></table>`
     : '';
   const modelRow = ([model, usage]: [string, ModelTokens]) =>
-    `<tr><td>${escape(model)}</td><td>${usage.calls}</td><td>${usage.inputTokens.toLocaleString('en-US')}</td><td>${usage.outputTokens.toLocaleString('en-US')}</td><td>${usage.costUsd === null ? 'unknown' : usd(usage.costUsd)}</td></tr>`;
+    `<tr><td>${escape(model)}</td><td>${usage.calls}</td><td>${formatCount(usage.inputTokens)}</td><td>${formatCount(usage.outputTokens)}</td><td>${usage.costUsd === null ? 'unknown' : usd(usage.costUsd)}</td></tr>`;
   const usageTable = models.length
     ? `<table class="usage" id="usage"><thead><tr><th>model</th><th>calls</th><th>input tokens</th><th>output tokens</th><th>cost</th></tr></thead><tbody>${models.map(modelRow).join('')}</tbody></table>`
     : '';

@@ -4,6 +4,7 @@
 // adds search and keyboard navigation. Every text from the log is escaped: a log holds model
 // output and context slices, which may contain markup. Code is highlighted here, by highlight.js
 // (which escapes what it is given), so the page carries no highlighter of its own.
+import { formatCount } from '../format.js';
 import hljs from 'highlight.js/lib/core';
 import javascript from 'highlight.js/lib/languages/javascript';
 import json from 'highlight.js/lib/languages/json';
@@ -149,7 +150,7 @@ function renderStats(stats: RunStats, log: RunLog): string {
 ${
   models.length
     ? `<table class="usage" id="usage"><thead><tr><th>model</th><th>calls</th><th>input tokens</th><th>output tokens</th><th>cost</th></tr></thead><tbody>${models
-        .map(([model, usage]) => `<tr><td>${escape(model)}</td><td>${usage.calls}</td><td>${usage.inputTokens.toLocaleString('en-US')}</td><td>${usage.outputTokens.toLocaleString('en-US')}</td><td>${usage.costUsd === null || usage.costUsd === undefined ? 'unknown' : `$${usage.costUsd.toFixed(4)}`}</td></tr>`)
+        .map(([model, usage]) => `<tr><td>${escape(model)}</td><td>${usage.calls}</td><td>${formatCount(usage.inputTokens)}</td><td>${formatCount(usage.outputTokens)}</td><td>${usage.costUsd === null || usage.costUsd === undefined ? 'unknown' : `$${usage.costUsd.toFixed(4)}`}</td></tr>`)
         .join('')}</tbody></table>`
     : ''
 }`;
@@ -174,7 +175,7 @@ function renderCompactions(log: RunLog, afterIteration: number): string {
   return log.compactions
     .filter((compaction) => compaction.afterIteration === afterIteration)
     .map((compaction) => {
-      const tokens = compaction.tokensBefore !== undefined && compaction.tokensAfter !== undefined ? ` · ${compaction.tokensBefore.toLocaleString('en-US')} → ${compaction.tokensAfter.toLocaleString('en-US')} tokens` : '';
+      const tokens = compaction.tokensBefore !== undefined && compaction.tokensAfter !== undefined ? ` · ${formatCount(compaction.tokensBefore)} → ${formatCount(compaction.tokensAfter)} tokens` : '';
       return `<details class="compaction"><summary>Conversation compacted${tokens}</summary><div class="body"><h4>Summary</h4>${renderText(compaction.summary)}</div></details>`;
     })
     .join('\n');
@@ -269,7 +270,7 @@ function messageText(message: unknown): { role: string; text: string } | undefin
 function renderText(text: string, kind = 'text'): string {
   const format = kind === 'code' ? highlightCode : kind === 'json' ? highlightJson : escape;
   if (text.length <= PREVIEW_CHARS) return `<pre class="${kind}">${format(text)}</pre>`;
-  return `<pre class="${kind}">${format(text.slice(0, PREVIEW_CHARS))}</pre><details class="more"><summary>show all ${text.length.toLocaleString('en-US')} characters</summary><pre class="${kind}">${format(text)}</pre></details>`;
+  return `<pre class="${kind}">${format(text.slice(0, PREVIEW_CHARS))}</pre><details class="more"><summary>show all ${formatCount(text.length)} characters</summary><pre class="${kind}">${format(text)}</pre></details>`;
 }
 
 function highlightCode(code: string): string {

@@ -1,4 +1,5 @@
 import { ConfigurationError } from '../../errors.js';
+import { formatCount } from '../../format.js';
 
 /** Context sizes in characters, decimal: 8k is 8,000 and 1m is 1,000,000. */
 export const MIN_CONTEXT_CHARS = 1_000;
@@ -20,7 +21,7 @@ function parseSize(text: string): number {
   if (!match) throw new ConfigurationError(`"${text}" is not a size: ${HOW_TO_WRITE}.`);
   const chars = Math.round(Number(match[1]) * UNITS[match[2]!.toLowerCase()]!);
   if (chars < MIN_CONTEXT_CHARS || chars > MAX_CONTEXT_CHARS) {
-    throw new ConfigurationError(`Size ${text} is out of range: write a size from ${formatSize(MIN_CONTEXT_CHARS)} to ${formatSize(MAX_CONTEXT_CHARS)} (${MAX_CONTEXT_CHARS.toLocaleString('en-US')} characters).`);
+    throw new ConfigurationError(`Size ${text} is out of range: write a size from ${formatSize(MIN_CONTEXT_CHARS)} to ${formatSize(MAX_CONTEXT_CHARS)} (${formatCount(MAX_CONTEXT_CHARS)} characters).`);
   }
   return chars;
 }
