@@ -86,7 +86,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   'src/inputs': ['src/sandbox', SHARED],
   'src/sandbox': [SHARED],
   'src/lm': [SHARED],
-  'src/view': [],
+  'src/view': [SHARED],
   sandbox: ['src/sandbox/shared.ts', 'src/lm/tool-text.ts'],
 };
 

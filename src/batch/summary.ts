@@ -1,3 +1,4 @@
+import { percentile } from '../percentile.js';
 import type { TaskRecord } from './results.js';
 
 /** What a batch came to: built from the last record of each of its tasks. */
@@ -22,11 +23,6 @@ export interface BatchSummary {
 }
 
 /** The value below which `share` of the sorted values lie (nearest rank). */
-function percentile(sorted: number[], share: number): number | null {
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(share * sorted.length) - 1))]!;
-}
-
 function roundUsd(usd: number): number {
   return Math.round(usd * 1e10) / 1e10;
 }
@@ -60,10 +56,10 @@ export function summarize(records: TaskRecord[], total: number, scoredIds: Reado
     cost: {
       totalUsd: costComplete ? roundUsd(totalUsd) : null,
       meanUsd: costComplete && known.length > 0 ? roundUsd(totalUsd / known.length) : null,
-      p50Usd: costComplete ? percentile(known, 0.5) : null,
-      p95Usd: costComplete ? percentile(known, 0.95) : null,
+      p50Usd: costComplete ? (percentile(known, 0.5) ?? null) : null,
+      p95Usd: costComplete ? (percentile(known, 0.95) ?? null) : null,
     },
-    durationMs: { p50: percentile(durations, 0.5), p95: percentile(durations, 0.95) },
+    durationMs: { p50: percentile(durations, 0.5) ?? null, p95: percentile(durations, 0.95) ?? null },
     iterations: { total: iterations, mean: records.length > 0 ? iterations / records.length : null },
     tokensByModel: tokensByModel(records),
     mostExpensive: records

@@ -4,6 +4,7 @@
 // last line per id is the task's result; a last line cut off (a crash mid-write) is left out; other
 // lines that cannot be read are listed in `problems`.
 
+import { percentile } from '../percentile.js';
 import { list, object, optionalNumber, optionalText, text } from './json-values.js';
 
 export interface BatchResults {
@@ -177,12 +178,6 @@ function parseObject(line: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Nearest-rank percentile of `values` sorted ascending; undefined for none. */
-function percentile(sorted: number[], fraction: number): number | undefined {
-  if (sorted.length === 0) return undefined;
-  return sorted[Math.max(0, Math.ceil(fraction * sorted.length) - 1)];
 }
 
 export interface Spread {
