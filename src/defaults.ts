@@ -57,6 +57,10 @@ export const DEFAULTS = {
     maxDepth: 1,
     /** Child RLMs running at once per depth of the run tree. */
     maxConcurrentChildren: 4,
+    /** Tokens a root model can read when neither the option nor the table of known models says: small enough for most models served today. */
+    contextWindow: 32_768,
+    /** Share of the context window, in percent, past which the conversation is compacted. */
+    compactionThresholdPct: 85,
   },
   batch: {
     /** Tasks of a batch running at once (each is a whole run with its own sandbox). */

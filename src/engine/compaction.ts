@@ -2,6 +2,7 @@
 // measured (the prompt tokens the provider reported for the last root call, plus an estimate for
 // what was added since); past the threshold the root model summarizes its progress and the summary
 // replaces the older turns, while the full conversation goes into the sandbox as `history`.
+import { DEFAULTS } from '../defaults.js';
 import { estimateTokens } from '../lm/token-estimate.js';
 import type { ChatMessage } from '../lm/types.js';
 
@@ -27,16 +28,12 @@ const KNOWN_WINDOWS: [prefix: string, tokens: number][] = [
   ['mistral-large', 128_000],
 ];
 
-/** For a model the table does not know: small enough for most models served today. */
-export const DEFAULT_CONTEXT_WINDOW = 32_768;
-export const DEFAULT_COMPACTION_THRESHOLD_PCT = 85;
-
 export function contextWindowOf(model: string, configured: number | undefined): number {
   if (configured !== undefined) return configured;
   const name = model.includes('/') && !model.startsWith('Qwen/') ? model.slice(model.lastIndexOf('/') + 1) : model;
   let best: [string, number] | undefined;
   for (const entry of KNOWN_WINDOWS) if (name.startsWith(entry[0]) && (!best || entry[0].length > best[0].length)) best = entry;
-  return best?.[1] ?? DEFAULT_CONTEXT_WINDOW;
+  return best?.[1] ?? DEFAULTS.engine.contextWindow;
 }
 
 /**

@@ -7,7 +7,6 @@ import { resolveModelProvider, type ModelProvider } from '../lm/provider.js';
 import { KeyedQueues, ModelScheduler } from '../lm/scheduler.js';
 import type { ChatRequest, ChatResponse, LanguageModel } from '../lm/types.js';
 import { UsageTracker } from '../lm/usage.js';
-import { DEFAULT_COMPACTION_THRESHOLD_PCT } from './compaction.js';
 import { mcpServersSchema } from '../tools/mcp-schema.js';
 import { prepareLogFolder } from '../log-folder.js';
 import { parseOptions } from '../options.js';
@@ -90,7 +89,7 @@ const rlmOptionsSchema = z.object({
    * `history`. false: never; a conversation that would overflow then ends the run (`context_window`).
    * @default { thresholdPct: 85 }
    */
-  compaction: z.union([z.literal(false), z.object({ thresholdPct: z.number().gt(0).lte(100).default(DEFAULT_COMPACTION_THRESHOLD_PCT) })]).default({ thresholdPct: DEFAULT_COMPACTION_THRESHOLD_PCT }),
+  compaction: z.union([z.literal(false), z.object({ thresholdPct: z.number().gt(0).lte(100).default(DEFAULTS.engine.compactionThresholdPct) })]).default({ thresholdPct: DEFAULTS.engine.compactionThresholdPct }),
   /** Replaces the built-in system prompt (prompts/system.md). */
   systemPrompt: z.string().optional(),
   /** Limits of each run's sandbox: heap (MB), time per block (ms), printed characters per block, ... */

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { RLM, RunLimitError, type ChatRequest, type RlmEvent } from '../../src/index.js';
-import { contextWindowOf, DEFAULT_CONTEXT_WINDOW } from '../../src/engine/compaction.js';
+import { contextWindowOf } from '../../src/engine/compaction.js';
+import { DEFAULTS } from '../../src/defaults.js';
 import { lastUserMessage, models } from './helpers.js';
 import { rejectionOf } from '../rejection.js';
 import { repl } from '../repl.js';
@@ -38,7 +39,7 @@ describe('context windows', () => {
     expect(contextWindowOf('gpt-4', undefined)).toBe(8_192);
     expect(contextWindowOf('gpt-4.1-nano', undefined)).toBe(1_047_576);
     expect(contextWindowOf('openrouter/anthropic/claude-sonnet', undefined)).toBe(200_000);
-    expect(contextWindowOf('my-local-model', undefined)).toBe(DEFAULT_CONTEXT_WINDOW);
+    expect(contextWindowOf('my-local-model', undefined)).toBe(DEFAULTS.engine.contextWindow);
   });
 });
 
