@@ -1,12 +1,14 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchKeys, readBudget } from '../../src/batch/queue/batch-record.js';
 import { jobIdOf, taskIdOfJob, taskJobData, taskLineOf } from '../../src/batch/queue/task-jobs.js';
 import { ConfigurationError } from '../../src/errors.js';
 import { SCORERS } from '../../src/index.js';
-import { checkBatchName, connectionOptions, displayUrl, RedisSpendAccount, runTaskLine } from '../../src/queue.js';
+import { checkBatchName, connectionOptions, displayUrl, RedisSpendAccount, runQueuedBatch, runTaskLine, startQueueWorker } from '../../src/queue.js';
 import { needleTask, rlmStrategyReply, startFakeOpenAIServer, type FakeOpenAIServer } from '../../src/testing.js';
 import { closedPort, runCli } from '../cli/helpers.js';
 import { startRedis, type TestRedis } from '../redis-server.js';
@@ -86,6 +88,47 @@ describe('the Redis spend account', () => {
     } finally {
       await queue.close();
       await other.close();
+    }
+  });
+});
+
+describe('a queued batch when the budget runs out', () => {
+  it('writes no line for a task whose run found the budget spent before it started', { timeout: 60_000 }, async () => {
+    const folder = tempFolder('rlm-queue-not-started-');
+    const tasksPath = join(folder, 'tasks.jsonl');
+    writeFileSync(tasksPath, ['a', 'b', 'c'].map((id) => JSON.stringify({ id, query: 'q', context: 'x' })).join('\n'));
+    const out = join(folder, 'results.jsonl');
+    const address = { url: redis.url, name: `not-started-${process.pid}` };
+    // The worker's check passes; by the time the run checks, another worker has spent it all.
+    const worker = await startQueueWorker({
+      address,
+      concurrency: 1,
+      graceMs: 1_000,
+      lockDurationMs: 30_000,
+      stalledIntervalMs: 30_000,
+      runTask: async ({ account }) => {
+        await account!.charge(1);
+        return undefined;
+      },
+    });
+    try {
+      const summary = await runQueuedBatch({
+        address,
+        tasksPath,
+        out,
+        settings: {},
+        maxBudgetUsd: 1,
+        retryFailed: false,
+        attempts: 1,
+        backoffMs: 1_000,
+        maxInlineBytes: 2 ** 20,
+        collectIntervalMs: 50,
+        signal: new AbortController().signal,
+      });
+      expect(summary).toMatchObject({ tasks: 3, completed: 0, failed: 0, notRun: 3, stoppedBy: 'budget' });
+      expect(existsSync(out) ? readFileSync(out, 'utf8') : '').toBe('');
+    } finally {
+      await worker.stop();
     }
   });
 });

@@ -58,6 +58,7 @@ redis.call('HDEL', KEYS[4], ARGV[1])
 return 1`,
   },
   rlmRecordRun: { numberOfKeys: 1, lua: "return redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])" },
+  rlmForgetRun: { numberOfKeys: 1, lua: "return redis.call('HDEL', KEYS[1], ARGV[1])" },
   rlmReadRuns: { numberOfKeys: 1, lua: "return redis.call('HMGET', KEYS[1], unpack(ARGV))" },
   rlmReadRecord: {
     numberOfKeys: 4,
@@ -122,6 +123,11 @@ export interface UnfinishedRun {
 /** Notes that a worker started a try of a task, or that the try failed and another is due. */
 export async function recordRun(client: RedisClient, keys: BatchKeys, taskId: string, run: UnfinishedRun): Promise<void> {
   await runScript(client, 'rlmRecordRun', [keys.unfinished, taskId, JSON.stringify(run)]);
+}
+
+/** Takes back the note of a try that did not start after all (the budget was spent meanwhile). */
+export async function forgetRun(client: RedisClient, keys: BatchKeys, taskId: string): Promise<void> {
+  await runScript(client, 'rlmForgetRun', [keys.unfinished, taskId]);
 }
 
 /** The unfinished runs of these tasks, by task id (tasks no worker started are absent). */

@@ -3,7 +3,7 @@ import { UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { DEFAULTS } from '../../defaults.js';
 import type { SpendAccount } from '../../engine/spend-account.js';
 import { ConfigurationError, RlmError } from '../../errors.js';
-import { batchKeys, recordRun, type UnfinishedRun } from './batch-record.js';
+import { batchKeys, forgetRun, recordRun, type UnfinishedRun } from './batch-record.js';
 import { closeQueue, connectionOptions, KEY_PREFIX, reachable, type QueueAddress } from './queue-connection.js';
 import { RedisSpendAccount } from './redis-spend-account.js';
 import { taskLineOf, type BatchSettings, type TaskJobData } from './task-jobs.js';
@@ -84,7 +84,11 @@ export async function startQueueWorker(options: QueueWorkerOptions): Promise<Run
   worker.on('error', (error) => options.onEvent?.({ type: 'error', message: error.message }));
   const client = await worker.client;
   const keys = batchKeys(options.address.name);
-  batch = { account: new RedisSpendAccount({ client, keys }), noteRun: (taskId, run) => recordRun(client, keys, taskId, run) };
+  batch = {
+    account: new RedisSpendAccount({ client, keys }),
+    noteRun: (taskId, run) => recordRun(client, keys, taskId, run),
+    forgetRun: (taskId) => forgetRun(client, keys, taskId),
+  };
   const closed = new Promise<void>((resolve) => worker.once('closed', () => resolve()));
   void worker.run().catch((error: unknown) => options.onEvent?.({ type: 'error', message: (error as Error).message }));
   await worker.waitUntilReady();
@@ -113,6 +117,7 @@ interface BatchParts {
   account: RedisSpendAccount;
   /** Records a started try (and why it failed, when another is due) until its result is collected. */
   noteRun: (taskId: string, run: UnfinishedRun) => Promise<void>;
+  forgetRun: (taskId: string) => Promise<void>;
 }
 
 async function processJob({ job, token, batch, running, options }: { job: Job<TaskJobData>; token: string | undefined; batch: BatchParts; running: Map<string, AbortController>; options: QueueWorkerOptions }): Promise<TaskJobResult> {
@@ -138,7 +143,11 @@ async function processJob({ job, token, batch, running, options }: { job: Job<Ta
       options.onEvent?.({ type: 'task-end', taskId, status: 'handed-back', attempt });
       throw new WaitingError();
     }
-    if (outcome === undefined) return notStarted(taskId, attempt, options);
+    if (outcome === undefined) {
+      // The budget was spent between this check and the run's own: nothing ran, nothing to report.
+      await batch.forgetRun(taskId);
+      return notStarted(taskId, attempt, options);
+    }
     // BullMQ counts failed tries in attemptsMade (a try cut by a dead worker is not one of them).
     if (outcome.retriable && job.attemptsMade + 1 < (job.opts.attempts ?? 1)) {
       const reason = outcome.reason ?? 'the task failed and may pass on another try';
