@@ -22,8 +22,8 @@ type RunCommand =
       id: number;
       name: string;
       format: 'text' | 'json';
-      /** The value's text: a file the worker reads (see context-transfer.ts), or, when small, inline. */
-      source: { path: string; encoding: 'latin1' | 'utf8' } | { text: string };
+      path: string;
+      encoding: 'latin1' | 'utf8';
       /** Loading runs prelude code in the isolate: like a block, it must not run forever. */
       timeoutMs: number;
     }

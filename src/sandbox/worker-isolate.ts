@@ -135,8 +135,7 @@ export class RunIsolate {
   }
 
   async setGlobal(command: Command<'setGlobal'>): Promise<void> {
-    const { source } = command;
-    const text = 'text' in source ? source.text : await fs.promises.readFile(source.path, source.encoding);
+    const text = await fs.promises.readFile(command.path, command.encoding);
     // An ExternalCopy of a string becomes an external string inside the isolate: no second copy.
     const copy = new ivm.ExternalCopy(text).copyInto({ release: true });
     await this.#controller.setGlobal.apply(undefined, [command.name, copy, command.format], { timeout: command.timeoutMs });

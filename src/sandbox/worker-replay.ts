@@ -164,19 +164,23 @@ export class WorkerReplay {
   }
 
   async #loadContext(worker: IsolateHandle, name: string, value: unknown, signal: AbortSignal | undefined): Promise<void> {
-    const format = typeof value === 'string' || isFileContext(value) ? 'text' : 'json';
-    const transfer = contextTransfer(value);
+    const isText = typeof value === 'string';
+    // A file context is read by the worker where it lies; anything else goes through a private temporary file.
+    const file = isFileContext(value)
+      ? { path: value.file, encoding: 'utf8' as const, bytes: value.bytes, remove: () => {} }
+      : writeContextFile(isText ? value : JSON.stringify(value));
     try {
-      const command = { type: 'setGlobal', name, format, source: transfer.source, timeoutMs: this.#limits.blockTimeoutMs } as const;
+      const format = isText || isFileContext(value) ? 'text' : 'json';
+      const command = { type: 'setGlobal', name, format, path: file.path, encoding: file.encoding, timeoutMs: this.#limits.blockTimeoutMs } as const;
       await this.#command(worker, command, signal);
-      this.#loadedContextMb += transfer.bytes / 2 ** 20;
+      this.#loadedContextMb += file.bytes / 2 ** 20;
     } catch (error) {
       // A load that failed part-way may have left the isolate half-updated: start over from a clean one.
       this.discard();
       if (signal?.aborted && error === signal.reason) throw error;
       throw new SandboxError('sandbox_load_failed', `Loading ${name} into the sandbox failed: ${loadFailure(error, this.#limits.blockTimeoutMs)}`, { cause: error });
     } finally {
-      transfer.remove();
+      file.remove();
     }
   }
 
@@ -201,24 +205,6 @@ export class WorkerReplay {
       signal?.removeEventListener('abort', onAbort);
     }
   }
-}
-
-/**
- * Below this many characters a context travels inside the command: a temporary file would cost more
- * (create, write, read in the worker, remove) than a frame of this size through the channel.
- */
-const INLINE_CONTEXT_CHARS = 64 * 1024;
-
-/**
- * How a context reaches the worker: a file context is read where it lies; a small value travels
- * inline; anything else through a private temporary file.
- */
-function contextTransfer(value: unknown): { source: Extract<CommandWithoutId, { type: 'setGlobal' }>['source']; bytes: number; remove: () => void } {
-  if (isFileContext(value)) return { source: { path: value.file, encoding: 'utf8' }, bytes: value.bytes, remove: () => {} };
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  if (text.length <= INLINE_CONTEXT_CHARS) return { source: { text }, bytes: Buffer.byteLength(text), remove: () => {} };
-  const file = writeContextFile(text);
-  return { source: { path: file.path, encoding: file.encoding }, bytes: file.bytes, remove: file.remove };
 }
 
 function startFailure(error: unknown): SandboxError {
