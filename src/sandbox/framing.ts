@@ -3,7 +3,7 @@
 // A message's `payload` string (a host call's request, a host reply) travels as raw text beside
 // the JSON header, so bulk text is neither escaped into nor parsed out of JSON a second time. An
 // empty payload is not sent: it decodes as a message without one.
-// Contexts over 64K characters do not travel here at all: see context-transfer.ts.
+// Contexts do not travel here at all: see context-transfer.ts.
 
 const PREFIX_BYTES = 8;
 
