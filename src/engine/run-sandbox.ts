@@ -25,6 +25,8 @@ export class RunSandbox {
   readonly names: SessionNames;
   readonly #session: SessionState | undefined;
   readonly #ready: Promise<Sandbox<BlockScope>>;
+  /** Why the sandbox could not start, once known. */
+  #failure: { error: unknown } | undefined;
 
   constructor(options: RunSandboxOptions) {
     const { session } = options;
@@ -34,7 +36,16 @@ export class RunSandbox {
     if (session) session.lastMessages = undefined;
     this.names = { contextIndex, histories: session?.histories ?? 0 };
     this.#ready = this.#load(options, history);
-    this.#ready.catch(() => {}); // awaited by the first block; a failure surfaces there
+    this.#ready.catch((error: unknown) => (this.#failure = { error })); // see throwIfFailed
+  }
+
+  /**
+   * Throws why the sandbox could not start (setup code that throws, a context that cannot load), if
+   * that is known by now: before each model call, so a run whose replies carry no code yet does not
+   * go on paying for calls whose code could never run.
+   */
+  throwIfFailed(): void {
+    if (this.#failure) throw this.#failure.error;
   }
 
   /** The sandbox, once started with the run's inputs loaded. */

@@ -118,6 +118,7 @@ export class Run implements ParentRun {
   async #takeTurn(turn: RunParts & { index: number; notes: string[] }): Promise<TurnOutcome> {
     const { index, signal } = turn;
     const started = performance.now();
+    turn.sandbox.throwIfFailed();
     const { prompt, asked } = turn.conversation.nextTurn({ index, notes: turn.notes });
     const { reply, toolCalls } = await this.#askRoot(prompt, turn);
     const record = (fields: Pick<IterationRecord, 'codeBlocks' | 'finalAnswer'> & Partial<IterationRecord>): IterationRecord =>

@@ -174,6 +174,15 @@ describe('setup code', () => {
     const unreadable = thrownBy(() => new RLM({ model: 'root', languageModel, setupCode: { file: '/nonexistent/setup.js' } }), ConfigurationError);
     expect(unreadable).toMatchObject({ code: 'configuration_error', message: expect.stringMatching(/Cannot read setup code file \/nonexistent\/setup.js/) });
   });
+
+  it('fails the run at its next model call once the setup error is known, though the replies carry no code yet', async () => {
+    const { rootModel } = models(['Let me think about the context first.', 'Still thinking.', 'Almost there.', 'FINAL(1)']);
+    // A model slower than the sandbox's start: the setup error is known before the second call.
+    const languageModel = { chat: async (request: Parameters<typeof rootModel.chat>[0]) => (await new Promise((resolve) => setTimeout(resolve, 400)), rootModel.chat(request)) };
+    const failedSetup = await rejectionOf(new RLM({ model: 'root', languageModel, setupCode: 'throw new Error("bad setup")' }).completion('c'), RunFailedError);
+    expect(failedSetup).toMatchObject({ code: 'sandbox_setup_failed', message: expect.stringMatching(/Setup code failed: Error: bad setup/) });
+    expect(rootModel.calls).toHaveLength(1);
+  });
 });
 
 describe('sessions', () => {
