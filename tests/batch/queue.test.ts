@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { needleTask, startFakeOpenAIServer, type FakeOpenAIServer, type FakeRequest } from '../../src/testing.js';
+import { needleTask, startFakeOpenAIServer, type FakeOpenAIServer, type FakeReply, type FakeRequest } from '../../src/testing.js';
 import { closedPort, codeThenFinal, runCli, type CliResult } from '../cli/helpers.js';
 import { eventually } from '../processes.js';
 import { startRedis, type TestRedis } from '../redis-server.js';
@@ -29,8 +29,9 @@ afterEach(async () => {
   upstream = undefined;
 });
 
-async function fakeUpstream(latencyMs: number): Promise<FakeOpenAIServer> {
-  upstream = await startFakeOpenAIServer({ reply: needleSearch, latencyMs });
+/** The fake upstream of a test (closed after it): the needle-finding root model, or `reply`. */
+async function fakeUpstream(latencyMs: number, reply: (request: FakeRequest) => FakeReply | Promise<FakeReply> = needleSearch): Promise<FakeOpenAIServer> {
+  upstream = await startFakeOpenAIServer({ reply, latencyMs });
   return upstream;
 }
 
@@ -240,13 +241,12 @@ describe('rlm batch --queue and rlm worker', () => {
     const unlucky = needleTask(0, SENTENCES).question;
     // t0's upstream keeps saying 429: its try fails after rlm's own retries, and the next try waits
     // 60 s (--retry-delay) while the other tasks spend the budget.
-    upstream = await startFakeOpenAIServer({
-      latencyMs: 40,
-      reply: (request) => (questionOf(request) === unlucky ? { status: 429, headers: { 'retry-after': '0' }, error: { message: 'rate limited', type: 'rate_limit_error' } } : needleSearch(request)),
-    });
+    const server = await fakeUpstream(40, (request) =>
+      questionOf(request) === unlucky ? { status: 429, headers: { 'retry-after': '0' }, error: { message: 'rate limited', type: 'rate_limit_error' } } : needleSearch(request),
+    );
     const out = join(folder, 'results.jsonl');
     const batch = newBatch();
-    startWorker({ batch, baseURL: upstream.baseURL, dataDir: folder, extra: ['--concurrency', '2', '--price', 'fake-rlm=1000,1000'] });
+    startWorker({ batch, baseURL: server.baseURL, dataDir: folder, extra: ['--concurrency', '2', '--price', 'fake-rlm=1000,1000'] });
 
     const result = await runCli(coordinatorArgs({ batch, tasks, out, extra: ['--max-budget', '0.1', '--retry-delay', '60'] }));
 
@@ -256,7 +256,7 @@ describe('rlm batch --queue and rlm worker', () => {
     const t0 = lines.find((line) => idOf(line) === 't0');
     expect(t0).toMatchObject({ status: 'failed', attempts: 1, error: { code: 'max_budget' } });
     expect((t0!.error as { message: string }).message).toMatch(/^Try 1 failed \(.*rate limited.*\), and the batch budget was spent before another try\.$/);
-    expect(startedWithoutLine(upstream.requests, lines, 12)).toEqual([]);
+    expect(startedWithoutLine(server.requests, lines, 12)).toEqual([]);
   });
 
   it('drains a worker on SIGTERM: running tasks finish, it exits 0; past the grace period they go back to the queue', { timeout: 120_000 }, async () => {
@@ -291,19 +291,17 @@ describe('rlm batch --queue and rlm worker', () => {
   it("shares one request queue per model among a worker's tasks: --max-concurrency holds for all of them", { timeout: 60_000 }, async () => {
     let inFlight = 0;
     let most = 0;
-    upstream = await startFakeOpenAIServer({
-      reply: async (request) => {
-        most = Math.max(most, ++inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        inFlight--;
-        return needleSearch(request);
-      },
+    const server = await fakeUpstream(0, async (request) => {
+      most = Math.max(most, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      inFlight--;
+      return needleSearch(request);
     });
     const folder = tempFolder('rlm-queue-scheduler-');
     const tasks = inlineTasks(folder, 6);
     const out = join(folder, 'results.jsonl');
     const batch = newBatch();
-    const worker = startWorker({ batch, baseURL: upstream.baseURL, dataDir: folder, extra: ['--concurrency', '3', '--max-concurrency', '1'] });
+    const worker = startWorker({ batch, baseURL: server.baseURL, dataDir: folder, extra: ['--concurrency', '3', '--max-concurrency', '1'] });
 
     const result = await runCli(coordinatorArgs({ batch, tasks, out }));
 
